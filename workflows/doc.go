@@ -1,0 +1,4 @@
+// Package workflows holds the durable orchestration: one TaskWorkflow per
+// karvi task. Code here must stay deterministic; every side effect goes
+// through an activity.
+package workflows
