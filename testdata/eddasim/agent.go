@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Agent outcomes, the simulator's version of edda's PhaseResult.
+const (
+	agentDone     = "done"
+	agentCrash    = "crash"
+	agentTimeout  = "timeout"
+	agentMaxTurns = "max_turns"
+	agentBudget   = "budget_exceeded"
+)
+
+type agentResult struct {
+	kind  string
+	cost  *float64
+	error string // crash message
+}
+
+// agentChildArg is the hidden subcommand a `child` agent runs as.
+const agentChildArg = "__agent"
+
+// runAgentChild is the body of a child agent: sleep, or sleep until killed.
+func runAgentChild(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: eddasim __agent <duration|forever>")
+		return 2
+	}
+	if args[0] == "forever" {
+		select {}
+	}
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "eddasim agent: bad duration %q: %v\n", args[0], err)
+		return 2
+	}
+	time.Sleep(d)
+	return 0
+}
+
+// runAgent simulates one agent turn: it takes spec.Delay (or forever for
+// hang), emits spec.Events progress events spread over that time, obeys the
+// phase timeout (unless hang=forever) and SIGINT, then reports the outcome
+// the directives ask for.
+func (r *runner) runAgent(ph *Phase, spec simSpec, attempt int) agentResult {
+	start := time.Now()
+	var timeoutC <-chan time.Time
+	if !spec.HangForever {
+		t := time.NewTimer(time.Duration(agentTimeoutSec(ph)) * time.Second)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+
+	var doneC <-chan error
+	var child *exec.Cmd
+	if spec.Child {
+		var err error
+		child, doneC, err = r.startChildAgent(ph.ID, spec)
+		if err != nil {
+			return agentResult{kind: agentCrash, error: "eddasim: agent child not started: " + err.Error()}
+		}
+	} else if !spec.Hang {
+		ch := make(chan error, 1)
+		time.AfterFunc(spec.Delay, func() { ch <- nil })
+		doneC = ch
+	}
+	stopChild := func() {
+		if child != nil {
+			_ = child.Process.Kill()
+			<-doneC
+		}
+	}
+
+	// Progress events are spread evenly over the delay; a hanging agent
+	// emits them all at once since it has no end to spread them to.
+	emitted := 0
+	var interval time.Duration
+	if spec.Events > 0 && !spec.Hang && spec.Delay > 0 {
+		interval = spec.Delay / time.Duration(spec.Events+1)
+	}
+	progress := time.NewTimer(interval)
+	defer progress.Stop()
+	progressC := progress.C
+	if spec.Events == 0 {
+		progressC = nil
+	}
+
+	for {
+		select {
+		case <-progressC:
+			for emitted < spec.Events {
+				emitted++
+				r.log.record("agent_progress", evAgentProgress{PhaseID: ph.ID, N: emitted})
+				if interval > 0 {
+					break
+				}
+			}
+			if emitted >= spec.Events {
+				progressC = nil
+			} else {
+				progress.Reset(start.Add(interval * time.Duration(emitted+1)).Sub(time.Now()))
+			}
+		case err := <-doneC:
+			child = nil
+			for emitted < spec.Events {
+				emitted++
+				r.log.record("agent_progress", evAgentProgress{PhaseID: ph.ID, N: emitted})
+			}
+			if err != nil {
+				return agentResult{kind: agentCrash, error: "agent process exited: " + err.Error()}
+			}
+			return r.agentOutcome(spec, attempt)
+		case <-timeoutC:
+			stopChild()
+			return agentResult{kind: agentTimeout}
+		case <-r.ctx.Done():
+			stopChild()
+			return agentResult{kind: agentCrash, error: "conductor shutdown"}
+		}
+	}
+}
+
+func (r *runner) agentOutcome(spec simSpec, attempt int) agentResult {
+	switch {
+	case spec.Timeout:
+		return agentResult{kind: agentTimeout}
+	case spec.Budget:
+		return agentResult{kind: agentBudget, cost: spec.Cost}
+	case spec.MaxTurns:
+		return agentResult{kind: agentMaxTurns, cost: spec.Cost}
+	case spec.crashesAt(attempt):
+		msg := spec.Error
+		if msg == "" {
+			msg = fmt.Sprintf("eddasim: simulated agent crash (attempt %d)", attempt)
+		}
+		return agentResult{kind: agentCrash, error: msg}
+	}
+	return agentResult{kind: agentDone, cost: spec.Cost}
+}
+
+// startChildAgent runs the agent's wait in a child process, in the
+// conductor's process group, and records its pid so tests can check that
+// stopping the group stopped the agent too.
+func (r *runner) startChildAgent(phaseID string, spec simSpec) (*exec.Cmd, <-chan error, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding own executable: %w", err)
+	}
+	arg := spec.Delay.String()
+	if spec.Hang {
+		arg = "forever"
+	}
+	cmd := exec.Command(exe, agentChildArg, arg)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("starting %s: %w", exe, err)
+	}
+	pidFile := filepath.Join(stateDir(r.cwd, r.plan.Name), "agent-"+phaseID+".pid")
+	if err := writeAtomic(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n")); err != nil {
+		fmt.Fprintf(os.Stderr, "eddasim: %v\n", err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	return cmd, ch, nil
+}
