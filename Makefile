@@ -1,0 +1,62 @@
+# Every tool this project needs is built from the Go module proxy: nothing is
+# downloaded as a binary. Tool modules live apart from go.mod (see tools/).
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+TEMPORAL  := $(BIN)/temporal
+PKGS      := ./... ./testdata/eddasim/...
+# Fuzz targets get a short bounded run in CI; override FUZZTIME for longer.
+FUZZTIME  ?= 10s
+
+.PHONY: all build tools temporal test unit check lint fuzz run bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/worker ./worker
+	$(GO) build -o $(BIN)/starter ./starter
+	$(GO) build -o $(BIN)/eddasim ./testdata/eddasim
+	$(GO) build -o $(BIN)/karvifake ./internal/karvifake/cmd/karvifake
+
+# The temporal CLI (dev server + Web UI), from its own module.
+temporal: $(TEMPORAL)
+$(TEMPORAL): tools/temporal/go.mod tools/temporal/go.sum
+	$(GO) build -modfile=tools/temporal/go.mod -o $(TEMPORAL) github.com/temporalio/cli/cmd/temporal
+
+tools: temporal
+
+# gofmt, go vet, staticcheck and the SDK's workflowcheck.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) tool -modfile=tools/lint/go.mod staticcheck $(PKGS)
+	$(GO) tool -modfile=tools/lint/go.mod workflowcheck ./workflows/...
+
+lint: check
+
+# Unit, workflow (testsuite and replay) and end-to-end tests against a real
+# dev server that the tests start and stop themselves on 127.0.0.1.
+test: temporal build check
+	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) --no-print-directory fuzz
+
+unit:
+	$(GO) test -race -count=1 -short $(PKGS)
+
+fuzz:
+	@set -e; for t in $$($(GO) test -list '^Fuzz' ./mapping/ | grep '^Fuzz'); do \
+	  echo "fuzz mapping $$t ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mapping/ >/dev/null; done
+	@set -e; for t in $$($(GO) test -list '^Fuzz' ./mapping/redact/ | grep '^Fuzz'); do \
+	  echo "fuzz redact $$t ($(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mapping/redact/ >/dev/null; done
+	@echo "fuzz: all targets ran $(FUZZTIME) without a failure"
+
+# The main job end to end: a local dev server, the worker with the conductor
+# simulator and the file brief sink, the sample dispatch followed to its end.
+run: temporal build
+	./scripts/run-main.sh
+
+clean:
+	rm -rf $(BIN) .run
