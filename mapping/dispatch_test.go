@@ -231,3 +231,5 @@ func TestEffectiveDefaults(t *testing.T) {
 		}
 	}
 }
+
+func readFileForFuzz(path string) ([]byte, error) { return os.ReadFile(path) }

@@ -1,0 +1,264 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Event types, normalised to the real conductor's snake_case.
+const (
+	EventPlanStart     = "plan_start"
+	EventPhaseStart    = "phase_start"
+	EventPhasePassed   = "phase_passed"
+	EventPhaseFailed   = "phase_failed"
+	EventPhaseSkipped  = "phase_skipped"
+	EventPlanCompleted = "plan_completed"
+	EventPlanAborted   = "plan_aborted"
+)
+
+// MaxTextBytes bounds each free-text field of an event (an error can carry a
+// command's whole output); longer text is cut at a rune boundary and marked,
+// which keeps workflow history and brief patches bounded.
+const MaxTextBytes = 4096
+
+const maxTypeLen = 128
+
+// Position is where an event line starts: byte Offset in generation Gen of
+// events.jsonl (Gen bumps when the file is truncated or replaced). seq is no
+// key: the conductor restarts it at 0 on every resume.
+type Position struct {
+	Gen    int   `json:"gen"`
+	Offset int64 `json:"offset"`
+}
+
+// Less orders positions by generation, then offset.
+func (p Position) Less(q Position) bool {
+	if p.Gen != q.Gen {
+		return p.Gen < q.Gen
+	}
+	return p.Offset < q.Offset
+}
+
+// Event is one events.jsonl line. Fields a type does not carry stay zero.
+type Event struct {
+	Pos           Position `json:"pos"`
+	Seq           int64    `json:"seq"`
+	TS            string   `json:"ts,omitempty"`
+	Type          string   `json:"type"`
+	PlanName      string   `json:"plan_name,omitempty"`
+	PhaseCount    int      `json:"phase_count,omitempty"`
+	PhaseID       string   `json:"phase_id,omitempty"`
+	Attempt       int      `json:"attempt,omitempty"`
+	DurationMS    int64    `json:"duration_ms,omitempty"`
+	CostUSD       *float64 `json:"cost_usd,omitempty"`
+	Error         string   `json:"error,omitempty"`
+	ErrorType     string   `json:"error_type,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	PhasesPassed  int      `json:"phases_passed,omitempty"`
+	PhasesPending int      `json:"phases_pending,omitempty"`
+	TotalCostUSD  *float64 `json:"total_cost_usd,omitempty"`
+}
+
+// ParseEvent decodes one events.jsonl line in either casing (the document's
+// PascalCase types or the conductor's snake_case). Unknown fields and types
+// are kept quiet; a line that is not a JSON object, lacks a string "type",
+// or holds a non-number where a number belongs is an error the caller
+// counts. Integers written as floats (1.0) are accepted and truncated.
+func ParseEvent(line []byte) (Event, error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return Event{}, errors.New("event: empty line")
+	}
+	if line[0] != '{' {
+		return Event{}, errors.New("event: not a JSON object")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return Event{}, fmt.Errorf("event: invalid JSON: %w", err)
+	}
+	p := fieldParser{raw: raw}
+	var ev Event
+	typ, present := p.str("type")
+	if p.err != nil {
+		return Event{}, p.err
+	}
+	if !present {
+		return Event{}, errors.New("event: type: missing")
+	}
+	ev.Type = NormalizeEventType(typ)
+	if ev.Type == "" {
+		return Event{}, fmt.Errorf("event: type: %q is not a usable event type", truncate(typ, 64))
+	}
+	if len(ev.Type) > maxTypeLen {
+		return Event{}, fmt.Errorf("event: type: longer than %d bytes", maxTypeLen)
+	}
+	ev.Seq = p.int64("seq")
+	ev.TS, _ = p.str("ts")
+	ev.PlanName, _ = p.str("plan_name")
+	ev.PhaseCount = p.int("phase_count")
+	ev.PhaseID, _ = p.str("phase_id")
+	ev.Attempt = p.int("attempt")
+	ev.DurationMS = p.int64("duration_ms")
+	ev.CostUSD = p.float("cost_usd")
+	ev.Error, _ = p.str("error")
+	ev.ErrorType, _ = p.str("error_type")
+	ev.Reason, _ = p.str("reason")
+	ev.PhasesPassed = p.int("phases_passed")
+	ev.PhasesPending = p.int("phases_pending")
+	ev.TotalCostUSD = p.float("total_cost_usd")
+	if p.err != nil {
+		return Event{}, p.err
+	}
+	ev.TS = truncate(ev.TS, 64)
+	ev.MapText(func(s string) string { return truncate(s, MaxTextBytes) })
+	return ev, nil
+}
+
+// fieldParser reads typed fields from a decoded object and keeps the first
+// error, so ParseEvent reads as a list of fields.
+type fieldParser struct {
+	raw map[string]json.RawMessage
+	err error
+}
+
+func (p *fieldParser) fail(key, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("event: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+}
+
+// str returns the string at key; absent and null are "" and not present.
+func (p *fieldParser) str(key string) (string, bool) {
+	v, ok := p.raw[key]
+	if !ok || isNull(v) {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		p.fail(key, "must be a string, got %s", jsonKind(bytes.TrimSpace(v)))
+		return "", false
+	}
+	return s, true
+}
+
+func (p *fieldParser) number(key string) (float64, string, bool) {
+	v, ok := p.raw[key]
+	if !ok || isNull(v) {
+		return 0, "", false
+	}
+	v = bytes.TrimSpace(v)
+	if kind := jsonKind(v); kind != "number" {
+		p.fail(key, "must be a number, got %s", kind)
+		return 0, "", false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		p.fail(key, "number %s out of range", truncate(string(v), 32))
+		return 0, "", false
+	}
+	return f, string(v), true
+}
+
+func (p *fieldParser) int64(key string) int64 {
+	f, text, ok := p.number(key)
+	if !ok {
+		return 0
+	}
+	if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+		return n
+	}
+	// 2^63 as a float64 is exactly the first value that does not fit.
+	if f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+		p.fail(key, "number %s out of range", truncate(text, 32))
+		return 0
+	}
+	return int64(f)
+}
+
+func (p *fieldParser) int(key string) int {
+	n := p.int64(key)
+	if n > math.MaxInt32 || n < math.MinInt32 {
+		p.fail(key, "number %d out of range", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (p *fieldParser) float(key string) *float64 {
+	f, _, ok := p.number(key)
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+func isNull(v json.RawMessage) bool {
+	return bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+}
+
+// NormalizeEventType maps any casing to snake_case: "PlanStart" and
+// "plan_start" both give "plan_start", "GateEntered" gives "gate_entered",
+// "phase-start" gives "phase_start". Characters other than letters, digits,
+// '_', '-', '.', and spaces are dropped.
+func NormalizeEventType(s string) string {
+	rs := []rune(strings.TrimSpace(s))
+	var b strings.Builder
+	for i, r := range rs {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == ' ':
+			b.WriteByte('_')
+		case unicode.IsUpper(r):
+			if i > 0 {
+				prev := rs[i-1]
+				nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+				if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+					b.WriteByte('_')
+				}
+			}
+			b.WriteRune(unicode.ToLower(r))
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	parts := strings.FieldsFunc(b.String(), func(r rune) bool { return r == '_' })
+	return strings.Join(parts, "_")
+}
+
+// MapText applies f to every free-text field (Error, ErrorType, Reason,
+// PlanName, PhaseID) so the caller can redact before the event is recorded.
+func (e *Event) MapText(f func(string) string) {
+	e.Error = f(e.Error)
+	e.ErrorType = f(e.ErrorType)
+	e.Reason = f(e.Reason)
+	e.PlanName = f(e.PlanName)
+	e.PhaseID = f(e.PhaseID)
+}
+
+// IsTerminal reports plan_completed and plan_aborted, the only events that
+// end a run on their own.
+func (e Event) IsTerminal() bool {
+	return e.Type == EventPlanCompleted || e.Type == EventPlanAborted
+}
+
+// truncate cuts s to at most n bytes at a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…(truncated)"
+	cut := n - len(mark)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
+}
