@@ -112,7 +112,7 @@ func TestApplySection5(t *testing.T) {
 			`{"phases":{"test":{"status":"running","attempts":1,"startedAt":"t3"}},"currentPhase":"test"}`,
 			LogEntry{"t3", "conductor", "phase_start", "test"}},
 		{at(40, `{"seq":4,"ts":"t4","type":"phase_failed","phase_id":"test","attempt":1,"duration_ms":60000,"error":"check failed: cmd `+"`cargo test`"+` exited 1"}`),
-			`{"phases":{"test":{"status":"failed","attempts":1,"error":"cmd `+"`cargo test`"+` exited 1"}}}`,
+			`{"phases":{"test":{"status":"failed","attempts":1,"error":"cmd ` + "`cargo test`" + ` exited 1"}}}`,
 			LogEntry{"t4", "conductor", "phase_failed", "test (attempt 1): check failed: cmd `cargo test` exited 1"}},
 		{at(50, `{"seq":5,"ts":"t5","type":"phase_start","phase_id":"test","attempt":2}`),
 			`{"phases":{"test":{"status":"running","attempts":2,"startedAt":"t5"}},"currentPhase":"test"}`,
@@ -314,12 +314,12 @@ func TestBriefStateJSONRoundTrip(t *testing.T) {
 func TestStripErrorPrefix(t *testing.T) {
 	cases := map[string]string{
 		"check failed: cmd `cargo test` exited 1": "cmd `cargo test` exited 1",
-		"Check Failed: x":                          "x",
-		"agent crashed: boom":                      "boom",
-		"timeout: 300s":                            "300s",
-		"cmd failed: x":                            "cmd failed: x",
-		"check failed:":                            "check failed:",
-		"":                                         "",
+		"Check Failed: x":                         "x",
+		"agent crashed: boom":                     "boom",
+		"timeout: 300s":                           "300s",
+		"cmd failed: x":                           "cmd failed: x",
+		"check failed:":                           "check failed:",
+		"":                                        "",
 	}
 	for in, want := range cases {
 		if got := StripErrorPrefix(in); got != want {

@@ -1,0 +1,330 @@
+package mapping
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// PlanStatus is edda's plan status (state.json plan_status).
+type PlanStatus string
+
+// Plan statuses.
+const (
+	PlanPending   PlanStatus = "pending"
+	PlanRunning   PlanStatus = "running"
+	PlanBlocked   PlanStatus = "blocked"
+	PlanCompleted PlanStatus = "completed"
+	PlanAborted   PlanStatus = "aborted"
+)
+
+// edda ErrorType values (state.json phases[].error.error_type).
+const (
+	ErrAgentCrash     = "agent_crash"
+	ErrCheckFailed    = "check_failed"
+	ErrTimeout        = "timeout"
+	ErrBudgetExceeded = "budget_exceeded"
+	ErrUserAbort      = "user_abort"
+	// ErrConductorExit is ours: the conductor stopped while its state still
+	// said pending or running, with no other explanation.
+	ErrConductorExit = "conductor_exit"
+)
+
+// Outcome wording shared with the lead's workflow.
+const (
+	MsgUserAbort = "Plan aborted by user"
+)
+
+// ConductorState is the part of state.json the outcome needs. Unknown fields
+// are ignored: newer conductors add many.
+type ConductorState struct {
+	PlanName     string       `json:"plan_name"`
+	PlanStatus   PlanStatus   `json:"plan_status"`
+	TotalCostUSD float64      `json:"total_cost_usd"`
+	Phases       []PhaseState `json:"phases"`
+}
+
+// PhaseState is one phase in state.json.
+type PhaseState struct {
+	ID         string      `json:"id"`
+	Status     string      `json:"status"`
+	Attempts   int         `json:"attempts"`
+	Error      *PhaseError `json:"error,omitempty"`
+	SkipReason string      `json:"skip_reason,omitempty"`
+}
+
+// PhaseError is edda's ErrorInfo.
+type PhaseError struct {
+	ErrorType string `json:"error_type"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	Timestamp string `json:"timestamp"`
+}
+
+// ParseConductorState decodes state.json. plan_status is required and
+// normalised to lower case.
+func ParseConductorState(data []byte) (ConductorState, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return ConductorState{}, errors.New("state.json: empty")
+	}
+	if trimmed[0] != '{' {
+		return ConductorState{}, errors.New("state.json: not a JSON object")
+	}
+	var cs ConductorState
+	if err := json.Unmarshal(trimmed, &cs); err != nil {
+		return ConductorState{}, fmt.Errorf("state.json: %w", err)
+	}
+	cs.PlanStatus = PlanStatus(strings.ToLower(strings.TrimSpace(string(cs.PlanStatus))))
+	if cs.PlanStatus == "" {
+		return ConductorState{}, errors.New("state.json: plan_status missing")
+	}
+	for i := range cs.Phases {
+		cs.Phases[i].Status = strings.ToLower(cs.Phases[i].Status)
+		if e := cs.Phases[i].Error; e != nil {
+			e.ErrorType = NormalizeEventType(e.ErrorType)
+		}
+	}
+	return cs, nil
+}
+
+// Outcome is what karvi is told when a run ends: task.status,
+// task.dispatch.state, lastError and the blocker reason. Code is the
+// dispatch's resolution: 0 resolved, 1 rejected.
+type Outcome struct {
+	PlanStatus    PlanStatus `json:"planStatus"`
+	TaskStatus    string     `json:"taskStatus"`
+	DispatchState string     `json:"dispatchState"`
+	LastError     string     `json:"lastError,omitempty"`
+	BlockerReason string     `json:"blockerReason,omitempty"`
+	Code          int        `json:"code"`
+	ErrorType     string     `json:"errorType,omitempty"`
+	PhaseID       string     `json:"phaseId,omitempty"`
+}
+
+// TaskStatusFor maps a plan status to karvi's task.status (seed 000
+// section 4); "" for an unknown status.
+func TaskStatusFor(ps PlanStatus) string {
+	switch ps {
+	case PlanPending:
+		return "dispatched"
+	case PlanRunning:
+		return "in_progress"
+	case PlanBlocked, PlanAborted:
+		return "blocked"
+	case PlanCompleted:
+		return "completed"
+	}
+	return ""
+}
+
+// DispatchStateFor maps a plan status to karvi's task.dispatch.state (seed
+// 000 section 4); "" for an unknown status.
+func DispatchStateFor(ps PlanStatus) string {
+	switch ps {
+	case PlanPending, PlanRunning:
+		return "dispatching"
+	case PlanCompleted:
+		return "completed"
+	case PlanBlocked, PlanAborted:
+		return "failed"
+	}
+	return ""
+}
+
+func outcome(ps PlanStatus, errType, phaseID, lastError, blocker string) Outcome {
+	o := Outcome{
+		PlanStatus:    ps,
+		TaskStatus:    TaskStatusFor(ps),
+		DispatchState: DispatchStateFor(ps),
+		LastError:     lastError,
+		BlockerReason: blocker,
+		ErrorType:     errType,
+		PhaseID:       phaseID,
+	}
+	if ps != PlanCompleted {
+		o.Code = 1
+	}
+	return o
+}
+
+// CompletedOutcome is a finished plan.
+func CompletedOutcome() Outcome {
+	return outcome(PlanCompleted, "", "", "", "")
+}
+
+// AbortedOutcome is a user abort (seed: "Plan aborted by user").
+func AbortedOutcome() Outcome {
+	return outcome(PlanAborted, ErrUserAbort, "", MsgUserAbort, MsgUserAbort)
+}
+
+// TimeoutOutcome is a phase (or, with an empty id, the whole run) that ran
+// out of time.
+func TimeoutOutcome(phaseID string) Outcome {
+	msg := "Plan timed out"
+	if phaseID != "" {
+		msg = fmt.Sprintf("Phase %s timed out", phaseID)
+	}
+	return outcome(PlanBlocked, ErrTimeout, phaseID, msg, msg)
+}
+
+// CrashOutcome is an agent or conductor that died: "Phase X agent crashed:
+// detail (exit code N)"; without a phase id the conductor itself crashed.
+func CrashOutcome(phaseID string, exitCode int, detail string) Outcome {
+	detail = strings.TrimSpace(detail)
+	if exitCode != 0 {
+		if detail == "" {
+			detail = fmt.Sprintf("exit code %d", exitCode)
+		} else {
+			detail = fmt.Sprintf("%s (exit code %d)", detail, exitCode)
+		}
+	}
+	if detail == "" {
+		detail = "no detail"
+	}
+	msg := "Conductor crashed: " + detail
+	if phaseID != "" {
+		msg = fmt.Sprintf("Phase %s agent crashed: %s", phaseID, detail)
+	}
+	return outcome(PlanBlocked, ErrAgentCrash, phaseID, msg, msg)
+}
+
+// BudgetOutcome is a plan that spent its budget: "Budget exceeded ($X spent
+// of $Y)", or "($X spent)" when the budget is unknown.
+func BudgetOutcome(spentUSD float64, budgetUSD *float64) Outcome {
+	msg := fmt.Sprintf("Budget exceeded ($%.2f spent)", spentUSD)
+	if budgetUSD != nil {
+		msg = fmt.Sprintf("Budget exceeded ($%.2f spent of $%.2f)", spentUSD, *budgetUSD)
+	}
+	return outcome(PlanBlocked, ErrBudgetExceeded, "", msg, msg)
+}
+
+// PhaseFailedOutcome is a phase that failed for good. For a check failure
+// lastError reads "Phase test failed after 3 attempts: check failed: <msg>"
+// (the issue's wording) and the blocker "Phase test failed: <msg>" (seed
+// example B). Other error types use the seed section 4 wording for both.
+func PhaseFailedOutcome(ps PlanStatus, phaseID string, attempts int, errType, message string) Outcome {
+	msg := StripErrorPrefix(strings.TrimSpace(message))
+	switch errType {
+	case ErrAgentCrash:
+		o := CrashOutcome(phaseID, 0, msg)
+		o.PlanStatus, o.TaskStatus, o.DispatchState = ps, TaskStatusFor(ps), DispatchStateFor(ps)
+		return o
+	case ErrTimeout:
+		o := TimeoutOutcome(phaseID)
+		o.PlanStatus, o.TaskStatus, o.DispatchState = ps, TaskStatusFor(ps), DispatchStateFor(ps)
+		return o
+	case ErrUserAbort:
+		o := AbortedOutcome()
+		o.PlanStatus, o.TaskStatus, o.DispatchState = ps, TaskStatusFor(ps), DispatchStateFor(ps)
+		o.PhaseID = phaseID
+		return o
+	}
+	blocker := fmt.Sprintf("Phase %s failed", phaseID)
+	if msg != "" {
+		blocker += ": " + msg
+	}
+	last := blocker
+	if errType == ErrCheckFailed {
+		last = fmt.Sprintf("Phase %s failed after %s", phaseID, plural(max(attempts, 1), "attempt"))
+		if msg != "" {
+			last += ": check failed: " + msg
+		}
+	}
+	return outcome(ps, errType, phaseID, last, blocker)
+}
+
+// OutcomeFromEvent is the outcome a terminal event decides: plan_completed
+// completes the task; plan_aborted blocks it. The real conductor writes
+// plan_aborted after a phase failed under on_fail: abort (its `conduct
+// abort` writes no event), so when the brief shows the failed phase the
+// outcome names it; otherwise it is the seed's user abort.
+func OutcomeFromEvent(ev Event, st BriefState) (Outcome, bool) {
+	switch ev.Type {
+	case EventPlanCompleted:
+		return CompletedOutcome(), true
+	case EventPlanAborted:
+		if f := st.LastFailure; f != nil && st.Brief.Phases[f.PhaseID].Status == PhaseFailed {
+			o := PhaseFailedOutcome(PlanAborted, f.PhaseID, f.Attempt, f.ErrorType, f.Error)
+			if f.ErrorType != ErrUserAbort {
+				o.LastError = "Plan aborted: " + o.LastError
+				o.BlockerReason = "Plan aborted: " + o.BlockerReason
+			}
+			return o, true
+		}
+		return AbortedOutcome(), true
+	}
+	return Outcome{}, false
+}
+
+// OutcomeFromState decides the outcome from state.json once the conductor
+// has exited without a terminal event (retries exhausted, a stale phase,
+// agent budget or crash errors, plan budget exhausted: PEERS.md). budgetUSD
+// is the plan's budget when known.
+func OutcomeFromState(cs ConductorState, st BriefState, budgetUSD *float64) Outcome {
+	ps := cs.PlanStatus
+	if ps == PlanCompleted {
+		return CompletedOutcome()
+	}
+	overBudget := budgetUSD != nil && cs.TotalCostUSD >= *budgetUSD
+
+	if ph, ok := culprit(cs); ok {
+		final := ps
+		if final != PlanAborted {
+			final = PlanBlocked
+		}
+		errType, message := "", ""
+		if ph.Error != nil {
+			errType, message = ph.Error.ErrorType, ph.Error.Message
+		}
+		switch {
+		case errType == ErrBudgetExceeded:
+			o := BudgetOutcome(cs.TotalCostUSD, budgetUSD)
+			o.PlanStatus, o.TaskStatus, o.DispatchState = final, TaskStatusFor(final), DispatchStateFor(final)
+			o.PhaseID = ph.ID
+			return o
+		case ph.Status == PhaseStale && errType == "":
+			errType = ErrTimeout
+		case errType == "" && st.LastFailure != nil && st.LastFailure.PhaseID == ph.ID:
+			errType, message = st.LastFailure.ErrorType, st.LastFailure.Error
+		}
+		return PhaseFailedOutcome(final, ph.ID, ph.Attempts, errType, message)
+	}
+	if overBudget {
+		o := BudgetOutcome(cs.TotalCostUSD, budgetUSD)
+		if ps == PlanAborted {
+			o.PlanStatus, o.TaskStatus, o.DispatchState = ps, TaskStatusFor(ps), DispatchStateFor(ps)
+		}
+		return o
+	}
+	switch ps {
+	case PlanAborted:
+		return AbortedOutcome()
+	case PlanBlocked:
+		msg := "Plan blocked"
+		return outcome(PlanBlocked, "", "", msg, msg)
+	}
+	msg := fmt.Sprintf("Conductor exited before the plan finished (plan status %s)", ps)
+	if ps == "" {
+		msg = "Conductor exited before the plan finished"
+	}
+	return outcome(PlanBlocked, ErrConductorExit, "", msg, msg)
+}
+
+// culprit is the phase that stopped the plan: the first failed or stale one
+// in plan order, else the first carrying an error.
+func culprit(cs ConductorState) (PhaseState, bool) {
+	for _, ph := range cs.Phases {
+		if ph.Status == PhaseFailed || ph.Status == PhaseStale {
+			return ph, true
+		}
+	}
+	for _, ph := range cs.Phases {
+		if ph.Error != nil {
+			return ph, true
+		}
+	}
+	return PhaseState{}, false
+}

@@ -1,0 +1,236 @@
+package mapping
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// Seed 000 section 4, all three tables.
+func TestStatusTables(t *testing.T) {
+	cases := []struct {
+		ps            PlanStatus
+		task, dispach string
+	}{
+		{PlanPending, "dispatched", "dispatching"},
+		{PlanRunning, "in_progress", "dispatching"},
+		{PlanBlocked, "blocked", "failed"},
+		{PlanCompleted, "completed", "completed"},
+		{PlanAborted, "blocked", "failed"},
+		{"weird", "", ""},
+		{"", "", ""},
+	}
+	for _, c := range cases {
+		if got := TaskStatusFor(c.ps); got != c.task {
+			t.Errorf("TaskStatusFor(%q) = %q, want %q", c.ps, got, c.task)
+		}
+		if got := DispatchStateFor(c.ps); got != c.dispach {
+			t.Errorf("DispatchStateFor(%q) = %q, want %q", c.ps, got, c.dispach)
+		}
+	}
+}
+
+func TestLastErrorTable(t *testing.T) {
+	budget := 5.0
+	cases := []struct {
+		name      string
+		o         Outcome
+		lastError string
+		blocker   string
+		errType   string
+	}{
+		{"CheckFailed", PhaseFailedOutcome(PlanBlocked, "test", 3, ErrCheckFailed, "check failed: cmd `cargo test` exited 1"),
+			"Phase test failed after 3 attempts: check failed: cmd `cargo test` exited 1", "Phase test failed: cmd `cargo test` exited 1", ErrCheckFailed},
+		{"CheckFailed bare message", PhaseFailedOutcome(PlanBlocked, "test", 1, ErrCheckFailed, "cmd `cargo test` exited 1"),
+			"Phase test failed after 1 attempt: check failed: cmd `cargo test` exited 1", "Phase test failed: cmd `cargo test` exited 1", ErrCheckFailed},
+		{"CheckFailed no message", PhaseFailedOutcome(PlanBlocked, "test", 0, ErrCheckFailed, ""),
+			"Phase test failed after 1 attempt", "Phase test failed", ErrCheckFailed},
+		{"AgentCrash", PhaseFailedOutcome(PlanBlocked, "implement", 2, ErrAgentCrash, "agent crashed: signal 9"),
+			"Phase implement agent crashed: signal 9", "Phase implement agent crashed: signal 9", ErrAgentCrash},
+		{"Timeout", PhaseFailedOutcome(PlanBlocked, "test", 1, ErrTimeout, "exceeded 600s"),
+			"Phase test timed out", "Phase test timed out", ErrTimeout},
+		{"BudgetExceeded", BudgetOutcome(5.234, &budget),
+			"Budget exceeded ($5.23 spent of $5.00)", "Budget exceeded ($5.23 spent of $5.00)", ErrBudgetExceeded},
+		{"BudgetExceeded unknown budget", BudgetOutcome(1.5, nil),
+			"Budget exceeded ($1.50 spent)", "Budget exceeded ($1.50 spent)", ErrBudgetExceeded},
+		{"UserAbort", AbortedOutcome(), "Plan aborted by user", "Plan aborted by user", ErrUserAbort},
+		{"UserAbort via phase", PhaseFailedOutcome(PlanAborted, "test", 1, ErrUserAbort, "stop"), "Plan aborted by user", "Plan aborted by user", ErrUserAbort},
+		{"other type", PhaseFailedOutcome(PlanBlocked, "review", 1, "gate_rejected", "rejected by alice"),
+			"Phase review failed: rejected by alice", "Phase review failed: rejected by alice", "gate_rejected"},
+		{"TimeoutOutcome", TimeoutOutcome("docs"), "Phase docs timed out", "Phase docs timed out", ErrTimeout},
+		{"TimeoutOutcome no phase", TimeoutOutcome(""), "Plan timed out", "Plan timed out", ErrTimeout},
+		{"CrashOutcome", CrashOutcome("test", 137, "killed"), "Phase test agent crashed: killed (exit code 137)", "Phase test agent crashed: killed (exit code 137)", ErrAgentCrash},
+		{"CrashOutcome no detail", CrashOutcome("test", 2, ""), "Phase test agent crashed: exit code 2", "Phase test agent crashed: exit code 2", ErrAgentCrash},
+		{"CrashOutcome conductor", CrashOutcome("", 1, "panic"), "Conductor crashed: panic (exit code 1)", "Conductor crashed: panic (exit code 1)", ErrAgentCrash},
+		{"CrashOutcome nothing", CrashOutcome("", 0, " "), "Conductor crashed: no detail", "Conductor crashed: no detail", ErrAgentCrash},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.o.LastError != c.lastError {
+				t.Errorf("lastError %q, want %q", c.o.LastError, c.lastError)
+			}
+			if c.o.BlockerReason != c.blocker {
+				t.Errorf("blocker %q, want %q", c.o.BlockerReason, c.blocker)
+			}
+			if c.o.ErrorType != c.errType || c.o.Code != 1 {
+				t.Errorf("errorType %q code %d", c.o.ErrorType, c.o.Code)
+			}
+			if c.o.TaskStatus != "blocked" || c.o.DispatchState != "failed" {
+				t.Errorf("task %q dispatch %q", c.o.TaskStatus, c.o.DispatchState)
+			}
+		})
+	}
+}
+
+func TestOutcomeFromEvent(t *testing.T) {
+	st := threePhaseState()
+	o, ok := OutcomeFromEvent(Event{Type: EventPlanCompleted}, st)
+	if !ok || o != (Outcome{PlanStatus: PlanCompleted, TaskStatus: "completed", DispatchState: "completed", Code: 0}) {
+		t.Errorf("completed: %+v %v", o, ok)
+	}
+	o, ok = OutcomeFromEvent(Event{Type: EventPlanAborted}, st)
+	if !ok || o != AbortedOutcome() || o.PlanStatus != PlanAborted || o.TaskStatus != "blocked" || o.DispatchState != "failed" || o.Code != 1 {
+		t.Errorf("aborted: %+v %v", o, ok)
+	}
+	for _, typ := range []string{EventPlanStart, EventPhaseFailed, "gate_entered", ""} {
+		if _, ok := OutcomeFromEvent(Event{Type: typ}, st); ok {
+			t.Errorf("%q decided an outcome", typ)
+		}
+	}
+	// plan_aborted right after a phase failed (on_fail: abort) names it.
+	st.Apply(at(1, `{"type":"phase_failed","phase_id":"test","attempt":2,"error":"check failed: cmd x exited 1"}`))
+	o, _ = OutcomeFromEvent(Event{Type: EventPlanAborted}, st)
+	if o.LastError != "Plan aborted: Phase test failed after 2 attempts: check failed: cmd x exited 1" ||
+		o.BlockerReason != "Plan aborted: Phase test failed: cmd x exited 1" || o.PlanStatus != PlanAborted || o.ErrorType != ErrCheckFailed || o.PhaseID != "test" {
+		t.Errorf("abort after failure: %+v", o)
+	}
+	// Once the phase recovered, an abort is the user's again.
+	st.Apply(at(2, `{"type":"phase_passed","phase_id":"test","attempt":3}`))
+	if o, _ = OutcomeFromEvent(Event{Type: EventPlanAborted}, st); o != AbortedOutcome() {
+		t.Errorf("abort after recovery: %+v", o)
+	}
+}
+
+func stateJSON(status string, phases string) ConductorState {
+	cs, err := ParseConductorState([]byte(`{"plan_name":"p","plan_file":"plan.yaml","plan_status":"` + status + `","total_cost_usd":1.25,"cost_measured":true,"version":7,"phases":[` + phases + `]}`))
+	if err != nil {
+		panic(err)
+	}
+	return cs
+}
+
+// Seed 000 section 6 and PEERS.md's outcomes without a terminal event.
+func TestOutcomeFromState(t *testing.T) {
+	passed := `{"id":"implement","status":"passed","attempts":1,"checks":[]}`
+	errPhase := func(status, typ, msg string, attempts int) string {
+		return `{"id":"test","status":"` + status + `","attempts":` + string(rune('0'+attempts)) +
+			`,"error":{"error_type":"` + typ + `","message":"` + msg + `","retryable":true,"timestamp":"2026-02-28T03:05:00Z"},"gate_redispatches":0}`
+	}
+	budget := 1.0
+	big := 10.0
+	cases := []struct {
+		name              string
+		cs                ConductorState
+		budget            *float64
+		ps                PlanStatus
+		lastError, reason string
+		errType           string
+	}{
+		{"completed", stateJSON("completed", passed), nil, PlanCompleted, "", "", ""},
+		{"retries exhausted", stateJSON("blocked", passed+","+errPhase("failed", "check_failed", "cmd `cargo test` exited 1", 3)), nil,
+			PlanBlocked, "Phase test failed after 3 attempts: check failed: cmd `cargo test` exited 1", "Phase test failed: cmd `cargo test` exited 1", ErrCheckFailed},
+		{"agent crash", stateJSON("blocked", errPhase("failed", "agent_crash", "exit status 1", 3)), nil,
+			PlanBlocked, "Phase test agent crashed: exit status 1", "Phase test agent crashed: exit status 1", ErrAgentCrash},
+		{"stale phase", stateJSON("blocked", passed+`,{"id":"test","status":"stale","attempts":1}`), nil,
+			PlanBlocked, "Phase test timed out", "Phase test timed out", ErrTimeout},
+		{"timeout error", stateJSON("blocked", errPhase("stale", "timeout", "600s", 1)), nil,
+			PlanBlocked, "Phase test timed out", "Phase test timed out", ErrTimeout},
+		{"agent budget error", stateJSON("blocked", errPhase("failed", "budget_exceeded", "max budget", 1)), &budget,
+			PlanBlocked, "Budget exceeded ($1.25 spent of $1.00)", "Budget exceeded ($1.25 spent of $1.00)", ErrBudgetExceeded},
+		{"agent budget error, budget unknown", stateJSON("blocked", errPhase("failed", "budget_exceeded", "max budget", 1)), nil,
+			PlanBlocked, "Budget exceeded ($1.25 spent)", "Budget exceeded ($1.25 spent)", ErrBudgetExceeded},
+		{"plan budget exhausted, still running", stateJSON("running", passed+`,{"id":"test","status":"pending","attempts":0}`), &budget,
+			PlanBlocked, "Budget exceeded ($1.25 spent of $1.00)", "Budget exceeded ($1.25 spent of $1.00)", ErrBudgetExceeded},
+		{"user abort via conduct abort", stateJSON("aborted", passed), nil,
+			PlanAborted, "Plan aborted by user", "Plan aborted by user", ErrUserAbort},
+		{"user abort error", stateJSON("aborted", errPhase("failed", "user_abort", "abort", 1)), nil,
+			PlanAborted, "Plan aborted by user", "Plan aborted by user", ErrUserAbort},
+		{"on_fail abort", stateJSON("aborted", errPhase("failed", "check_failed", "x", 2)), nil,
+			PlanAborted, "Phase test failed after 2 attempts: check failed: x", "Phase test failed: x", ErrCheckFailed},
+		{"blocked without culprit", stateJSON("blocked", passed), &big,
+			PlanBlocked, "Plan blocked", "Plan blocked", ""},
+		{"exited while running", stateJSON("running", passed), &big,
+			PlanBlocked, "Conductor exited before the plan finished (plan status running)", "Conductor exited before the plan finished (plan status running)", ErrConductorExit},
+		{"exited while pending", stateJSON("pending", ""), nil,
+			PlanBlocked, "Conductor exited before the plan finished (plan status pending)", "Conductor exited before the plan finished (plan status pending)", ErrConductorExit},
+		{"unknown error type", stateJSON("blocked", errPhase("failed", "environmental", "LNK1104", 1)), nil,
+			PlanBlocked, "Phase test failed: LNK1104", "Phase test failed: LNK1104", "environmental"},
+		{"PascalCase error type", stateJSON("Blocked", errPhase("failed", "CheckFailed", "boom", 3)), nil,
+			PlanBlocked, "Phase test failed after 3 attempts: check failed: boom", "Phase test failed: boom", ErrCheckFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := OutcomeFromState(c.cs, BriefState{}, c.budget)
+			if o.PlanStatus != c.ps || o.LastError != c.lastError || o.BlockerReason != c.reason || o.ErrorType != c.errType {
+				t.Errorf("got %+v\nwant status %q lastError %q reason %q type %q", o, c.ps, c.lastError, c.reason, c.errType)
+			}
+			if o.TaskStatus != TaskStatusFor(o.PlanStatus) || o.DispatchState != DispatchStateFor(o.PlanStatus) {
+				t.Errorf("tables not applied: %+v", o)
+			}
+			if (o.Code == 0) != (c.ps == PlanCompleted) {
+				t.Errorf("code %d for %s", o.Code, c.ps)
+			}
+		})
+	}
+}
+
+func TestOutcomeFromStateFallsBackToEvents(t *testing.T) {
+	st := threePhaseState()
+	st.Apply(at(1, `{"type":"phase_failed","phase_id":"test","attempt":3,"error":"check failed: cmd y exited 2"}`))
+	cs := stateJSON("blocked", `{"id":"test","status":"failed","attempts":3}`)
+	o := OutcomeFromState(cs, st, nil)
+	if o.LastError != "Phase test failed after 3 attempts: check failed: cmd y exited 2" || o.BlockerReason != "Phase test failed: cmd y exited 2" {
+		t.Errorf("%+v", o)
+	}
+	// Without any error information the phase is still named.
+	o = OutcomeFromState(cs, threePhaseState(), nil)
+	if o.LastError != "Phase test failed" || o.PhaseID != "test" {
+		t.Errorf("%+v", o)
+	}
+}
+
+func TestParseConductorState(t *testing.T) {
+	cs, err := ParseConductorState(mustReadFile(t, "../testdata/examples/B/state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.PlanStatus != PlanBlocked || len(cs.Phases) != 3 || cs.Phases[1].Error == nil || cs.Phases[1].Error.ErrorType != ErrCheckFailed || cs.Phases[1].Attempts != 3 {
+		t.Errorf("%+v", cs)
+	}
+	bad := map[string]string{
+		"empty":       "",
+		"not object":  "[]",
+		"not json":    "{",
+		"no status":   `{"plan_name":"p","phases":[]}`,
+		"status type": `{"plan_status":3}`,
+		"phases type": `{"plan_status":"running","phases":{}}`,
+	}
+	for name, in := range bad {
+		if _, err := ParseConductorState([]byte(in)); err == nil {
+			t.Errorf("%s accepted", name)
+		} else if !strings.HasPrefix(err.Error(), "state.json: ") {
+			t.Errorf("%s: error %q lacks context", name, err)
+		}
+	}
+	cs, err = ParseConductorState([]byte(`{"plan_status":"running","phases":[{"id":"a","status":"pending","error":null}],"new_field":{"x":1}}`))
+	if err != nil || cs.Phases[0].Error != nil {
+		t.Errorf("tolerant parse: %+v %v", cs, err)
+	}
+}
+
+func TestOutcomeJSON(t *testing.T) {
+	b, _ := json.Marshal(CompletedOutcome())
+	if string(b) != `{"planStatus":"completed","taskStatus":"completed","dispatchState":"completed","code":0}` {
+		t.Errorf("%s", b)
+	}
+}
