@@ -1,0 +1,24 @@
+// Package karvi is the HTTP client for karvi's brief and task APIs, the
+// board where each task's brief and status end up.
+//
+// Each call makes exactly one HTTP attempt: the caller is usually a Temporal
+// activity whose retry policy owns backoff, so the client only has to say
+// whether a failure is worth retrying. Errors are *Error values with a Kind
+// (NoBrief, IllegalTransition, Unauthorized, NotFound, Transient, BadRequest)
+// and keep karvi's own error text. RetryTransient serves callers outside
+// Temporal.
+//
+// The bearer token is sent only in the Authorization header and is scrubbed
+// from every error string, since errors end up in Temporal history and logs.
+//
+// Behaviour matched to karvi's server (fagemx/karvi, routes/briefs.js and
+// routes/tasks.js):
+//   - brief ids must match [\w-]+; other ids never reach the brief routes.
+//   - GET /api/tasks returns the whole taskPlan; karvi has no per-task GET
+//     (GET /api/tasks/:id returns the same whole plan), so GetTask lists and
+//     filters.
+//   - POST /api/tasks/:id/update honours only status, result,
+//     childSessionKey and blocker; UpdateTask refuses other keys rather than
+//     let a caller believe that, say, dispatch was written.
+//   - the status transition table is Transitions; karvi rejects X -> X.
+package karvi

@@ -1,0 +1,107 @@
+package karvi
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		status int
+		msg    string
+		want   Kind
+	}{
+		{404, "no brief for this task", KindNoBrief},
+		{404, "Task T5 not found", KindNotFound},
+		{404, "Not found", KindNotFound},
+		{400, "Invalid task status transition: approved -> in_progress", KindIllegalTransition},
+		{400, "Invalid status. Must be one of: pending", KindBadRequest},
+		{400, "Invalid JSON body", KindBadRequest},
+		{401, "unauthorized", KindUnauthorized},
+		{403, "forbidden", KindUnauthorized},
+		{408, "", KindTransient},
+		{413, "Payload too large", KindBadRequest},
+		{429, "rate_limit_exceeded", KindTransient},
+		{500, "boom", KindTransient},
+		{502, "", KindTransient},
+		{503, "injected failure", KindTransient},
+		{504, "", KindTransient},
+		{409, "", KindBadRequest},
+		{302, "", KindBadRequest},
+	}
+	for _, c := range cases {
+		if got := classify(c.status, c.msg); got != c.want {
+			t.Errorf("classify(%d, %q) = %s, want %s", c.status, c.msg, got, c.want)
+		}
+	}
+}
+
+func TestPathTo(t *testing.T) {
+	cases := []struct {
+		from, to string
+		want     []string
+		illegal  bool
+	}{
+		{"dispatched", "dispatched", nil, false},
+		{"dispatched", "in_progress", []string{"in_progress"}, false},
+		{"dispatched", "completed", []string{"in_progress", "completed"}, false},
+		{"pending", "completed", []string{"dispatched", "in_progress", "completed"}, false},
+		{"", "in_progress", []string{"dispatched", "in_progress"}, false},
+		{"dispatched", "blocked", []string{"in_progress", "blocked"}, false},
+		{"blocked", "dispatched", []string{"dispatched"}, false},
+		{"blocked", "completed", []string{"in_progress", "completed"}, false},
+		{"in_progress", "dispatched", []string{"dispatched"}, false},
+		{"needs_revision", "completed", []string{"in_progress", "completed"}, false},
+		{"completed", "approved", []string{"approved"}, false},
+		// No path through review states or out of terminal ones.
+		{"completed", "in_progress", nil, true},
+		{"completed", "blocked", nil, true},
+		{"approved", "in_progress", nil, true},
+		{"cancelled", "dispatched", nil, true},
+		{"reviewing", "dispatched", nil, true},
+		{"dispatched", "bogus", nil, true},
+		{"bogus", "dispatched", nil, true},
+	}
+	for _, c := range cases {
+		got, err := PathTo(c.from, c.to)
+		if c.illegal {
+			if !IsIllegalTransition(err) || IsRetryable(err) {
+				t.Errorf("PathTo(%q, %q) err = %v, want a non-retryable illegal transition", c.from, c.to, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("PathTo(%q, %q) = %v, %v; want %v", c.from, c.to, got, err, c.want)
+		}
+		// Every step of a planned path is legal in karvi's table.
+		prev := c.from
+		for _, s := range got {
+			if !CanTransition(prev, s) {
+				t.Errorf("PathTo(%q, %q) step %s -> %s is illegal", c.from, c.to, prev, s)
+			}
+			prev = s
+		}
+	}
+}
+
+func TestIllegalTransitionErrorWording(t *testing.T) {
+	e := IllegalTransitionError("op", "", "completed")
+	if e.Message != "Invalid task status transition: pending -> completed" || e.Kind != KindIllegalTransition {
+		t.Fatalf("got %+v", e)
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	cases := map[string]string{
+		`{"error":"no brief for this task"}`:                         "no brief for this task",
+		`{"error":"payload_too_large","message":"Body exceeds 1KB"}`: "payload_too_large (Body exceeds 1KB)",
+		`{"error":{"code":1}}`:                                       `{"code":1}`,
+		`Not found`:                                                  "Not found",
+		`  <html>bad gateway</html> `:                                "<html>bad gateway</html>",
+	}
+	for in, want := range cases {
+		if got := errorText([]byte(in)); got != want {
+			t.Errorf("errorText(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
