@@ -1,0 +1,96 @@
+// Command karvifake runs the karvi-compatible fake server as its own
+// process, for `make run` and for benchmarks that want karvi out of process.
+//
+//	karvifake -addr 127.0.0.1:3461 -task T5:dispatched:brief -task T6:pending
+//
+// -task is ID:STATUS[:BRIEF] and may repeat; BRIEF is "brief" (briefPath and
+// an empty brief that PATCH can merge into), "path" (briefPath but no brief
+// file yet, so only PUT succeeds) or "none" (the default: no briefPath, the
+// brief routes answer 404). The admin token comes from -token, else from
+// KARVI_API_TOKEN; it is never printed. Accepted writes can be read back at
+// GET /_fake/writes/ID. SIGINT or SIGTERM stops the server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"karvi-edda-temporal/internal/karvifake"
+)
+
+type taskFlags []karvifake.Task
+
+func (f *taskFlags) String() string { return fmt.Sprint(len(*f), " tasks") }
+
+func (f *taskFlags) Set(v string) error {
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" {
+		return fmt.Errorf("want ID:STATUS[:brief|path|none], got %q", v)
+	}
+	t := karvifake.Task{ID: parts[0], Status: parts[1]}
+	mode := "none"
+	if len(parts) == 3 {
+		mode = parts[2]
+	}
+	switch mode {
+	case "brief":
+		t.BriefPath, t.Brief = true, []byte(`{}`)
+	case "path":
+		t.BriefPath = true
+	case "none", "":
+	default:
+		return fmt.Errorf("brief mode %q: want brief, path or none", mode)
+	}
+	*f = append(*f, t)
+	return nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "karvifake:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var tasks taskFlags
+	addr := flag.String("addr", "127.0.0.1:3461", "listen address (loopback only)")
+	token := flag.String("token", "", "admin bearer token (default $KARVI_API_TOKEN; empty = no auth)")
+	operator := flag.String("operator-token", "", "operator-role bearer token")
+	viewer := flag.String("viewer-token", "", "viewer-role bearer token")
+	flag.Var(&tasks, "task", "task as ID:STATUS[:brief|path|none] (repeatable)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if *token == "" {
+		*token = os.Getenv("KARVI_API_TOKEN")
+	}
+
+	srv := karvifake.New(karvifake.Options{Addr: *addr, Token: *token, OperatorToken: *operator, ViewerToken: *viewer})
+	for _, t := range tasks {
+		if err := srv.AddTask(t); err != nil {
+			return err
+		}
+	}
+	url, err := srv.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	auth := "off"
+	if *token != "" || *operator != "" || *viewer != "" {
+		auth = "on"
+	}
+	fmt.Printf("karvifake listening on %s (auth %s, %d tasks)\n", url, auth, len(tasks))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return nil
+}
