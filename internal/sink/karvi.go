@@ -1,0 +1,187 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"time"
+
+	"karvi-edda-temporal/internal/jsonmerge"
+	"karvi-edda-temporal/internal/karvi"
+)
+
+// Karvi sends briefs and statuses to a karvi server.
+//
+// What reaches karvi, and what cannot:
+//   - task.status, through POST /api/tasks/:id/status, one legal step at a
+//     time (karvi.PathTo); karvi sets task.blocker {reason, askedAt} on
+//     blocked with a reason (askedAt is karvi's clock) and clears it on any
+//     other status.
+//   - task.blocker's reason, through /update, when the task was already
+//     blocked with another reason.
+//   - the dispatch outcome, when DispatchState is completed or failed, as
+//     task.result = {summary, dispatch: {state, planId, planName,
+//     lastError}} through /update (WithDispatchResult(false) turns it off).
+//   - task.dispatch itself is NOT written: karvi's /update ignores it, and
+//     the only route that could (POST /api/board) replaces the whole task
+//     plan, racing karvi's own writes. Nor is a non-terminal dispatch state
+//     (dispatching) written anywhere.
+//
+// Side effects in karvi worth knowing: moving a task to dispatched makes
+// karvi try its own auto-dispatch when its auto_dispatch control is on, and
+// moving it to completed starts karvi's review when auto_review is on.
+type Karvi struct {
+	c              *karvi.Client
+	now            func() time.Time
+	dispatchResult bool
+}
+
+// KarviOption configures NewKarvi.
+type KarviOption func(*Karvi)
+
+// WithDispatchResult chooses whether the terminal dispatch outcome is
+// written to task.result (default true).
+func WithDispatchResult(enabled bool) KarviOption {
+	return func(k *Karvi) { k.dispatchResult = enabled }
+}
+
+// NewKarvi returns a sink writing through c.
+func NewKarvi(c *karvi.Client, opts ...KarviOption) *Karvi {
+	k := &Karvi{c: c, now: time.Now, dispatchResult: true}
+	for _, o := range opts {
+		o(k)
+	}
+	return k
+}
+
+// PatchBrief sends body as a PATCH of the task's brief. A task without a
+// brief fails with karvi.IsNoBrief.
+func (k *Karvi) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
+	return k.c.PatchBrief(ctx, taskID, body)
+}
+
+// replans bounds how often SetStatus re-reads the task after karvi refused
+// a step because someone else moved the task meanwhile.
+const replans = 3
+
+// SetStatus moves the task to u.Status through legal transitions (a no-op
+// when it is there already), then writes what /update can carry. A target
+// karvi cannot reach from the current status fails with
+// karvi.IsIllegalTransition, not retryable.
+func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) error {
+	const op = "karvi sink set status"
+	if err := checkTaskID(op, taskID); err != nil {
+		return err
+	}
+	if err := checkUpdate(op, u); err != nil {
+		return err
+	}
+	var task karvi.Task
+	var blockerReason string
+	for attempt := 1; ; attempt++ {
+		var err error
+		task, err = k.c.GetTask(ctx, taskID)
+		if err != nil {
+			return err
+		}
+		if task.Blocker != nil {
+			blockerReason = task.Blocker.Reason
+		}
+		var stale bool
+		blockerReason, stale, err = k.walk(ctx, taskID, task.Status, blockerReason, u)
+		if err == nil {
+			break
+		}
+		if !stale || attempt >= replans {
+			return err
+		}
+	}
+
+	fields := map[string]any{}
+	if u.Status == "blocked" && u.Reason != "" && blockerReason != u.Reason {
+		askedAt := u.AskedAt
+		if askedAt == "" {
+			askedAt = jsonmerge.FormatTime(k.now())
+		}
+		fields["blocker"] = map[string]any{"reason": u.Reason, "askedAt": askedAt}
+	}
+	if k.dispatchResult && terminalDispatch(u.DispatchState) {
+		if want := dispatchResult(u); !sameJSON(task.Result, want) {
+			fields["result"] = want
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return k.c.UpdateTask(ctx, taskID, fields)
+}
+
+// walk posts each step from status from to u.Status. It returns the
+// blocker reason karvi now holds, and stale=true when karvi refused a step
+// as illegal, meaning the task moved under us and the path should be
+// planned again.
+func (k *Karvi) walk(ctx context.Context, taskID, from, blockerReason string, u StatusUpdate) (string, bool, error) {
+	path, err := karvi.PathTo(from, u.Status)
+	if err != nil {
+		var ke *karvi.Error
+		if errors.As(err, &ke) {
+			ke.Op = "karvi sink set status " + taskID
+		}
+		return blockerReason, false, err
+	}
+	for i, st := range path {
+		reason := ""
+		if st == "blocked" && i == len(path)-1 {
+			reason = u.Reason
+		}
+		if err := k.c.SetTaskStatus(ctx, taskID, st, reason); err != nil {
+			return blockerReason, karvi.IsIllegalTransition(err), err
+		}
+		switch {
+		case st != "blocked":
+			blockerReason = ""
+		case reason != "":
+			blockerReason = reason
+		}
+	}
+	return blockerReason, false, nil
+}
+
+// dispatchResult is task.result for a finished dispatch.
+func dispatchResult(u StatusUpdate) map[string]any {
+	summary := u.Reason
+	if summary == "" {
+		summary = u.LastError
+	}
+	if summary == "" {
+		summary = "dispatch " + u.DispatchState
+		if u.PlanName != "" {
+			summary = "edda plan " + u.PlanName + " " + u.DispatchState
+		}
+	}
+	d := map[string]any{"state": u.DispatchState, "lastError": nil}
+	if u.PlanID != "" {
+		d["planId"] = u.PlanID
+	}
+	if u.PlanName != "" {
+		d["planName"] = u.PlanName
+	}
+	if u.LastError != "" {
+		d["lastError"] = u.LastError
+	}
+	return map[string]any{"summary": summary, "dispatch": d}
+}
+
+// sameJSON reports whether raw decodes to the same JSON value as v.
+func sameJSON(raw json.RawMessage, v any) bool {
+	if raw == nil {
+		return false
+	}
+	var have, want any
+	b, err := json.Marshal(v)
+	if err != nil || json.Unmarshal(b, &want) != nil || json.Unmarshal(raw, &have) != nil {
+		return false
+	}
+	return reflect.DeepEqual(have, want)
+}

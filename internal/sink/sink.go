@@ -1,0 +1,70 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"karvi-edda-temporal/internal/karvi"
+)
+
+// StatusUpdate is one task status change and the dispatch state that goes
+// with it (seed 000 section 4).
+type StatusUpdate struct {
+	// Status is the karvi task status to reach: in_progress, completed,
+	// blocked or dispatched (any karvi status is accepted).
+	Status string
+	// Reason becomes task.blocker.reason when Status is blocked.
+	Reason string
+	// DispatchState is dispatch.state: dispatching, completed or failed;
+	// empty leaves the dispatch record alone.
+	DispatchState string
+	// LastError is dispatch.lastError (empty = none).
+	LastError string
+	// PlanID is the DispatchPlan's planId; PlanName the edda plan name.
+	PlanID, PlanName string
+	// AskedAt is the blocker's time (RFC 3339), from the caller: workflow
+	// time, so a replayed or retried activity writes the same value.
+	AskedAt string
+}
+
+// Sink receives a task's brief PATCHes and status changes. Both methods are
+// safe to retry: a repeated PATCH merges to the same brief, and a status the
+// task already has is a no-op.
+type Sink interface {
+	PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error
+	SetStatus(ctx context.Context, taskID string, u StatusUpdate) error
+}
+
+var (
+	_ Sink = (*File)(nil)
+	_ Sink = (*Karvi)(nil)
+)
+
+// taskIDPattern keeps task ids to names that cannot escape the file sink's
+// directory and that karvi's brief routes accept.
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func badRequest(op, format string, args ...any) *karvi.Error {
+	return &karvi.Error{Op: op, Kind: karvi.KindBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+func checkTaskID(op, id string) error {
+	if !taskIDPattern.MatchString(id) {
+		return badRequest(op, "task id %q must match [A-Za-z0-9_-]{1,64}", id)
+	}
+	return nil
+}
+
+func checkUpdate(op string, u StatusUpdate) error {
+	if !karvi.ValidStatus(u.Status) {
+		return badRequest(op, "status %q is not a karvi task status", u.Status)
+	}
+	return nil
+}
+
+// terminalDispatch reports whether a dispatch state ends the dispatch.
+func terminalDispatch(state string) bool {
+	return state == "completed" || state == "failed"
+}
