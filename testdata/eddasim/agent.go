@@ -34,7 +34,11 @@ func runAgentChild(args []string) int {
 		return 2
 	}
 	if args[0] == "forever" {
-		select {}
+		// Not `select {}`: with no other goroutine the runtime would report
+		// a deadlock and exit.
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	d, err := time.ParseDuration(args[0])
 	if err != nil {
