@@ -97,6 +97,9 @@ type Batch struct {
 	// More: the read stopped because of the byte budget (or the skip scan
 	// limit), not because it ran out of complete lines; call again at once.
 	More bool `json:"more,omitempty"`
+	// Stopped: set by Wait when WaitOptions.Stop reported true; the batch
+	// then holds everything written before that (up to the byte budget).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Options bound one read. Zero fields take the defaults.

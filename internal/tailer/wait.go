@@ -30,11 +30,11 @@ type WaitOptions struct {
 	MaxBytes int
 	MaxLine  int
 	// Stop is consulted on every wake (a file event or a poll tick), before
-	// the read that follows it. Once it reports true, Wait returns what that
-	// read found, so every line written before Stop turned true is included
-	// (up to MaxBytes; Batch.More says when to read again). For "the
-	// conductor exited": the caller may then conclude once a batch comes
-	// back with no lines and More unset.
+	// the read that follows it. Once it reports true, Wait returns what
+	// that read found with Stopped set, so every line written before Stop
+	// turned true is included (up to MaxBytes; Batch.More says when to read
+	// again). For "the conductor exited": the log is fully drained once a
+	// Stopped batch has More unset.
 	Stop func() bool
 }
 
@@ -252,6 +252,7 @@ func (w *Waiter) Wait(ctx context.Context, c Cursor, opts WaitOptions) (Batch, e
 		acc.Missing = b.Missing
 		acc.More = b.More
 
+		acc.Stopped = stopped
 		switch {
 		case stopped, opts.MaxWait <= 0:
 			return acc, nil

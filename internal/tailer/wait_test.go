@@ -97,7 +97,7 @@ func TestWaitWakesOnAppend(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	wantLines(t, r.b, "second")
-	if r.b.Next.Offset != int64(len("first\nsecond\n")) {
+	if r.b.Stopped || r.b.Next.Offset != int64(len("first\nsecond\n")) {
 		t.Fatalf("next = %+v", r.b.Next)
 	}
 }
@@ -221,6 +221,9 @@ func TestWaitStopReturnsWhatIsThere(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLines(t, got, "last")
+	if !got.Stopped || got.More {
+		t.Fatalf("stopped batch: %+v", got)
+	}
 }
 
 func TestWaitStopLater(t *testing.T) {
@@ -239,7 +242,7 @@ func TestWaitStopLater(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if len(r.b.Lines) != 0 || r.b.Next.Offset != 2 {
+	if len(r.b.Lines) != 0 || r.b.Next.Offset != 2 || !r.b.Stopped {
 		t.Fatalf("stop with nothing new: %+v", r.b)
 	}
 }
