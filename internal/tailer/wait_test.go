@@ -309,3 +309,31 @@ func TestWaitLeaksNothing(t *testing.T) {
 		t.Fatalf("file descriptors %d -> %d", fd0, fd)
 	}
 }
+
+func TestPollFallbackWithoutInotify(t *testing.T) {
+	// What NewWaiter degrades to when no inotify instance can be had.
+	p := filepath.Join(t.TempDir(), "events.jsonl")
+	blocked := make(chan struct{}, 1)
+	done := make(chan struct{})
+	close(done)
+	w := &Waiter{path: p, wake: make(chan struct{}, 1), done: done, onBlock: func() {
+		select {
+		case blocked <- struct{}{}:
+		default:
+		}
+	}}
+	if w.Watching() != "" {
+		t.Fatal("poll-only waiter claims a watch")
+	}
+	ch := waitAsync(context.Background(), w, Cursor{}, WaitOptions{MaxWait: 2 * safety, Poll: 5 * time.Millisecond})
+	awaitBlocked(t, blocked)
+	appendTo(t, p, "polled\n")
+	r := await(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantLines(t, r.b, "polled")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
