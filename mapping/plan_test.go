@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -579,4 +580,30 @@ func TestSummary(t *testing.T) {
 	if *s.BudgetUSD != 5 {
 		t.Error("summary aliases the plan's budget")
 	}
+}
+
+func FuzzPlanRoundTrip(f *testing.F) {
+	f.Add("Add user authentication with JWT. Use middleware pattern.", "T5", "Setup database", "PostgreSQL with JSONB", uint8(1), false)
+	f.Add("x\"\nname: evil\n# {{ .Name }}\n", "a_b", "t: \"q\"", "- item\n  - nested", uint8(2), true)
+	f.Add("加入 JWT 認證 ✓\r\n\ttab", "T-1", "", "  ", uint8(0), false)
+	f.Add("yes", "0", "null", "~", uint8(9), true)
+	f.Fuzz(func(t *testing.T, msg, taskID, title, summary string, attempt uint8, redispatch bool) {
+		d := DispatchPlan{TaskID: taskID, Message: msg, PlanID: "disp_1",
+			Artifacts: []Artifact{{ID: "U1", Title: title, Summary: summary}}, RequiredSkills: []string{"skill-a"}}
+		if redispatch {
+			d.Mode = ModeRedispatch
+		}
+		// Only what karvi can send: JSON strings are valid UTF-8.
+		if !utf8.ValidString(msg) || !utf8.ValidString(title) || !utf8.ValidString(summary) || d.Validate() != nil {
+			return
+		}
+		p, err := BuildPlan(d, int(attempt), DefaultTemplate())
+		if err != nil {
+			t.Fatalf("valid dispatch gave no plan: %v", err)
+		}
+		if !planNamePattern.MatchString(p.Name) || p.Purpose != msg {
+			t.Fatalf("name %q purpose %q", p.Name, p.Purpose)
+		}
+		assertRoundTrip(t, p)
+	})
 }
