@@ -92,7 +92,7 @@ func TestOutcomeFromEvent(t *testing.T) {
 	if !ok || o != AbortedOutcome() || o.PlanStatus != PlanAborted || o.TaskStatus != "blocked" || o.DispatchState != "failed" || o.Code != 1 {
 		t.Errorf("aborted: %+v %v", o, ok)
 	}
-	for _, typ := range []string{EventPlanStart, EventPhaseFailed, "gate_entered", ""} {
+	for _, typ := range []string{EventPlanStart, EventPhaseStart, EventPhasePassed, EventPhaseFailed, EventPhaseSkipped, "gate_entered", ""} {
 		if _, ok := OutcomeFromEvent(Event{Type: typ}, st); ok {
 			t.Errorf("%q decided an outcome", typ)
 		}
