@@ -65,16 +65,31 @@ func (r *Redactor) String(s string) string {
 	if len(s) < minTrigger {
 		return s
 	}
-	sc := scanner{s: s}
+	var allow map[string]struct{}
 	if r != nil {
-		sc.allow = r.allow
+		allow = r.allow
 	}
-	sc.scan()
-	if len(sc.spans) == 0 {
-		return s
+	// One pass is usually final, but a mask can change what the next pass
+	// sees (an unterminated quote that ran to a line end inside a masked
+	// PEM block now runs further), and String must be idempotent. Each pass
+	// that changes the text replaces original characters or merges masks,
+	// so this ends; maxPasses only guards against a mistake in that reasoning.
+	for pass := 0; pass < maxPasses; pass++ {
+		sc := scanner{s: s, allow: allow}
+		sc.scan()
+		if len(sc.spans) == 0 {
+			return s
+		}
+		next := sc.apply()
+		if next == s {
+			return s
+		}
+		s = next
 	}
-	return sc.apply()
+	return s
 }
+
+const maxPasses = 8
 
 // Value is the package Value with r's allow list.
 func (r *Redactor) Value(v any) any {

@@ -414,8 +414,9 @@ func (sc *scanner) keyValue(k int) int {
 	for e < n && class[s[e]]&cTerm == 0 {
 		e++
 	}
-	// "Authorization: Bearer x": keep the scheme, mask the credential.
-	if e < n && (s[e] == ' ' || s[e] == '\t') && authScheme(s[v:e]) {
+	// "Authorization: Bearer x": keep the scheme, mask the credential (the
+	// first word that is not itself a scheme name).
+	for e < n && (s[e] == ' ' || s[e] == '\t') && authScheme(s[v:e]) {
 		c := e
 		for c < n && (s[c] == ' ' || s[c] == '\t') {
 			c++
@@ -424,10 +425,10 @@ func (sc *scanner) keyValue(k int) int {
 		for ce < n && class[s[ce]]&cTerm == 0 {
 			ce++
 		}
-		if ce > c {
-			sc.add(c, ce)
-			return ce
+		if ce == c {
+			break
 		}
+		v, e = c, ce
 	}
 	sc.add(v, e)
 	return e

@@ -29,7 +29,7 @@ func TestValueSensitiveKeysAndStrings(t *testing.T) {
 			"password_set": true,
 			"token": null,
 			"secret": "",
-			"files_changed": ["src/db/migrations/001.sql", "` + awsKeyID + `"]
+			"files_changed": ["src/db/migrations/001.sql", "`+awsKeyID+`"]
 		},
 		"metrics": {"tokens_in": 210, "tokens_out": 95, "cost_usd": 0.0021},
 		"token_usage": {"input_tokens": 10, "output_tokens": 20}
