@@ -222,8 +222,11 @@ func TestNewKeysErrors(t *testing.T) {
 	cases := map[string]func() error{
 		"short secret": func() error { _, err := NewKeys(Key{ID: "a", Secret: s[:16]}); return err },
 		"bad id":       func() error { _, err := NewKeys(Key{ID: "a b", Secret: s}); return err },
-		"dup id":       func() error { _, err := NewKeys(Key{ID: "a", Secret: s}, Key{ID: "a", Secret: randomSecret(t)}); return err },
-		"nothing":      func() error { _, err := NewKeys(Key{}); return err },
+		"dup id": func() error {
+			_, err := NewKeys(Key{ID: "a", Secret: s}, Key{ID: "a", Secret: randomSecret(t)})
+			return err
+		},
+		"nothing": func() error { _, err := NewKeys(Key{}); return err },
 	}
 	for name, f := range cases {
 		if f() == nil {
