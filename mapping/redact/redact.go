@@ -284,15 +284,21 @@ func (r *Redactor) JSON(data []byte) []byte {
 }
 
 // quickClean reports whether a JSON document certainly has nothing to mask,
-// without decoding it; this is what keeps the per-event cost at two byte
-// scans. It answers yes only when
+// without decoding it; this is what keeps the per-event cost at one scan. It
+// answers yes only when
 //   - the raw text holds no backslash, so every string appears literally
 //     between its quotes and decodes to exactly those bytes;
-//   - nothing is nested deeper than MaxDepth;
-//   - no string (key or value) has anything String would mask, and no key is
-//     sensitive: that is everything Value looks at when the text is JSON;
-//   - the free-text scan of the whole text finds nothing: that is what JSON
-//     does when the text turns out not to be JSON.
+//   - nothing is nested deeper than MaxDepth and no key is sensitive;
+//   - the free-text scan of the whole text finds nothing. That covers what
+//     String would find in each string on its own: in valid JSON a string's
+//     opening quote follows one of { [ , : or a space, so a key lookback
+//     that crosses it finds no key, and a closing quote ends runs, tokens
+//     and unquoted values exactly as the end of the string would. It is
+//     also exactly what JSON does when the text turns out not to be JSON.
+//
+// An allow list breaks the second argument (an allowed span can be longer
+// in the raw text than in the string), so with one each string is also
+// scanned on its own.
 func (r *Redactor) quickClean(data []byte) bool {
 	if len(data) < minTrigger {
 		return true
@@ -315,7 +321,7 @@ func (r *Redactor) quickClean(data []byte) bool {
 			}
 			str := text[i+1 : i+1+e]
 			i += 1 + e
-			if len(str) >= minTrigger {
+			if allow != nil && len(str) >= minTrigger {
 				sc := scanner{s: str, allow: allow}
 				if sc.scan(); len(sc.spans) > 0 {
 					return false

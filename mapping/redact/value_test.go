@@ -210,12 +210,12 @@ func TestJSON(t *testing.T) {
 }
 
 // slowJSON is JSON without the raw-text shortcut.
-func slowJSON(data []byte) []byte {
+func slowJSON(r *Redactor, data []byte) []byte {
 	var v any
 	if err := decode(data, &v); err != nil {
-		return []byte(String(string(data)))
+		return []byte(r.String(string(data)))
 	}
-	nv, changed := std.value(v, 0)
+	nv, changed := r.value(v, 0)
 	if !changed {
 		return data
 	}
@@ -227,19 +227,22 @@ func slowJSON(data []byte) []byte {
 }
 
 // FuzzJSON checks that the raw-text shortcut never hides what decoding
-// would have masked.
+// would have masked, with and without an allow list.
 func FuzzJSON(f *testing.F) {
 	for _, s := range cleanCorpus {
-		f.Add([]byte(s))
+		f.Add([]byte(s), "")
 	}
-	f.Add([]byte(`{"password" : "x"}`))
-	f.Add([]byte(`{"a":[{"token":true},{"k":"AKIAIOSFODNN7EXAMPLE"}]}`))
-	f.Add([]byte(`["x",{"y":{"z":{"w":{"v":{"u":{"t":{"s":{"r":{"q":{"p":1}}}}}}}}}}]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		fast := JSON(data)
-		slow := slowJSON(data)
-		if !bytes.Equal(fast, slow) {
-			t.Fatalf("shortcut differs for %q:\nfast %q\nslow %q", data, fast, slow)
+	f.Add([]byte(`{"password" : "x"}`), "x")
+	f.Add([]byte(`{"a":[{"token":true},{"k":"AKIAIOSFODNN7EXAMPLE"}]}`), "AKIAIOSFODNN7EXAMPLE")
+	f.Add([]byte(`["x",{"y":{"z":{"w":{"v":{"u":{"t":{"s":{"r":{"q":{"p":1}}}}}}}}}}]`), "")
+	f.Add([]byte(`{"a":"token='abc","b":"c'"}`), "abc")
+	f.Fuzz(func(t *testing.T, data []byte, allow string) {
+		for _, r := range []*Redactor{&std, New(allow)} {
+			fast := r.JSON(data)
+			slow := slowJSON(r, data)
+			if !bytes.Equal(fast, slow) {
+				t.Fatalf("shortcut differs for %q (allow %q):\nfast %q\nslow %q", data, allow, fast, slow)
+			}
 		}
 	})
 }
