@@ -107,7 +107,10 @@ func (r *Redactor) value(v any, depth int) (any, bool) {
 		return v, false
 	case string:
 		out := r.String(x)
-		return out, len(out) != len(x) || out != x
+		if len(out) == len(x) && out == x {
+			return v, false // v, not out: re-boxing the string would allocate
+		}
+		return out, true
 	case map[string]any:
 		if depth >= MaxDepth {
 			return deepMask(len(x) == 0)

@@ -74,6 +74,10 @@ func TestValueSharesUnchangedContainers(t *testing.T) {
 	if reflect.ValueOf(got).Pointer() != reflect.ValueOf(clean).Pointer() {
 		t.Fatal("clean map was copied")
 	}
+	event := map[string]any{"ts": "2026-02-17T22:27:00Z", "type": "phase_failed", "error": "cargo test exited 101", "n": 1.0}
+	if allocs := testing.AllocsPerRun(100, func() { _ = Value(event) }); allocs != 0 {
+		t.Fatalf("Value on a clean event allocated %v times, want 0", allocs)
+	}
 }
 
 // nest wraps leaf in n levels of objects: nest(1, v) = {"k": v}.
