@@ -1,0 +1,153 @@
+package activities
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"karvi-edda-temporal/mapping"
+)
+
+// Layout maps tasks and plans to directories under the work root:
+//
+//	<root>/tasks/<taskId>/                 the conductor's cwd (the agent's workspace)
+//	<root>/runs/<taskId>/<planName>/       plan.yaml, the run record, the conductor's output
+//
+// Run records live outside the workspace so they never make a git_clean
+// check fail.
+type Layout struct {
+	root string
+}
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var planNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,127}$`)
+
+// NewLayout resolves the work root to an absolute path without symlinks, so
+// that containment checks compare real paths.
+func NewLayout(root string) (Layout, error) {
+	if root == "" {
+		return Layout{}, fmt.Errorf("work root is not configured")
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return Layout{}, fmt.Errorf("work root %q: %w", root, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return Layout{}, fmt.Errorf("create work root %s: %w", abs, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Layout{}, fmt.Errorf("work root %s: %w", abs, err)
+	}
+	return Layout{root: real}, nil
+}
+
+// Root is the resolved work root.
+func (l Layout) Root() string { return l.root }
+
+// TaskCwd is the task's working directory: dispatch.workingDir when it lies
+// inside the work root, else <root>/tasks/<taskId>.
+func (l Layout) TaskCwd(d mapping.DispatchPlan) (string, error) {
+	if !safeName.MatchString(d.TaskID) {
+		return "", fmt.Errorf("taskId %q is not a safe directory name", d.TaskID)
+	}
+	if d.WorkingDir == "" {
+		return filepath.Join(l.root, "tasks", d.TaskID), nil
+	}
+	dir := d.WorkingDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(l.root, dir)
+	}
+	dir = filepath.Clean(dir)
+	// Resolve what exists of the path, so a symlink inside the root cannot
+	// point the conductor outside it.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if !l.contains(dir) {
+		return "", fmt.Errorf("workingDir %q is outside the work root %s", d.WorkingDir, l.root)
+	}
+	return dir, nil
+}
+
+// RunDir is where one plan's record lives.
+func (l Layout) RunDir(taskID, planName string) (string, error) {
+	if !safeName.MatchString(taskID) {
+		return "", fmt.Errorf("taskId %q is not a safe directory name", taskID)
+	}
+	if !planNameRE.MatchString(planName) {
+		return "", fmt.Errorf("plan name %q is not kebab-case", planName)
+	}
+	dir := filepath.Join(l.root, "runs", taskID, planName)
+	if !l.contains(dir) {
+		return "", fmt.Errorf("run directory %s escapes the work root", dir)
+	}
+	return dir, nil
+}
+
+func (l Layout) contains(path string) bool {
+	rel, err := filepath.Rel(l.root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// LoadTemplates reads every *.yaml / *.yml in dir as an operator plan
+// template (file name without extension = skill name unless the file names
+// itself); an empty dir means the built-in default only.
+func LoadTemplates(dir string) (mapping.TemplateSet, error) {
+	if dir == "" {
+		return mapping.NewTemplateSet()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return mapping.TemplateSet{}, fmt.Errorf("read templates dir: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var ts []mapping.Template
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return mapping.TemplateSet{}, fmt.Errorf("read template %s: %w", name, err)
+		}
+		t, err := mapping.ParseTemplate(data)
+		if err != nil {
+			return mapping.TemplateSet{}, fmt.Errorf("template %s: %w", name, err)
+		}
+		if t.Name == "" {
+			t.Name = strings.TrimSuffix(name, filepath.Ext(name))
+		}
+		ts = append(ts, t)
+	}
+	return mapping.NewTemplateSet(ts...)
+}
+
+// writeFileAtomic replaces path with data so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

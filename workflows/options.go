@@ -1,0 +1,101 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+)
+
+// Every timeout and retry policy of the task workflow lives here, so that the
+// failure behaviour can be read in one place.
+
+// prepareOptions: writing plan.yaml is quick and local; a bad dispatch or
+// template is final.
+func prepareOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrInvalidDispatch},
+		},
+	})
+}
+
+// startOptions: spawning is idempotent (it re-attaches to a recorded run), so
+// retrying after a worker crash is safe. A missing conductor binary is final.
+func startOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        10,
+			NonRetryableErrorTypes: []string{activities.ErrConductorStart},
+		},
+	})
+}
+
+// tailOptions: a long-poll that heartbeats. A worker killed mid-poll is
+// noticed within the heartbeat timeout and the poll resumes from the cursor
+// the workflow holds, so nothing is read twice or skipped.
+func tailOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: wait + time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+		},
+	})
+}
+
+// patchOptions: brief patches go out as a local activity, so a batch costs
+// one marker in history instead of a scheduled/started/completed triple and a
+// second workflow task. Transient sink failures (karvi down, 5xx) are retried
+// for as long as it takes; the workflow waits, keeping the patch order.
+func patchOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        100 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrNoBrief, activities.ErrSinkRejected},
+		},
+	})
+}
+
+// statusOptions: a task status write is rare and must land, so it is a
+// regular activity retried until it succeeds or the sink refuses it for good.
+func statusOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        10 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrSinkRejected},
+		},
+	})
+}
+
+// abortOptions: stopping waits for the process group to be gone (TERM, grace,
+// KILL), so it heartbeats; it is idempotent and retried until it succeeds.
+func abortOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+		},
+	})
+}

@@ -1,0 +1,478 @@
+package workflows
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/mapping"
+)
+
+// fakeConductor plays a recorded event log to the workflow through mocked
+// activities, and records everything the workflow sends to the sink.
+type fakeConductor struct {
+	mu       sync.Mutex
+	t        *testing.T
+	events   []mapping.Event // the log, in order
+	perBatch int             // events handed out per TailEvents call
+	// exitAfter: once every event was read the conductor is reported exited
+	// with this state (nil state = the process just vanished).
+	exitAfterAll bool
+	exitState    *mapping.ConductorState
+	exitCode     int
+	// hang: TailEvents never returns events, only waits (testsuite time).
+	hang bool
+	// prepareAfter delays PreparePlan (testsuite time).
+	prepareAfter time.Duration
+	timeoutSec   int // the plan's timeout_sec; 600 when 0
+
+	starts, aborts, live, maxLive int
+	prepared                      []activities.PrepareRequest
+	patches                       [][]byte
+	statuses                      []sink.StatusUpdate
+	patchErr                      error
+}
+
+func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivity(acts)
+	env.OnActivity(acts.PreparePlan, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
+		func(_ context.Context, req activities.PrepareRequest) (activities.PlanInfo, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.prepared = append(f.prepared, req)
+			if err := req.Dispatch.Validate(); err != nil {
+				return activities.PlanInfo{}, err
+			}
+			name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt)
+			return activities.PlanInfo{
+				Summary: mapping.PlanSummary{Name: name, PhaseIDs: []string{"implement", "test", "docs"},
+					TimeoutSec: f.planTimeout(), MaxAttempts: 3},
+				PlanPath: "/work/runs/" + name + "/plan.yaml", Cwd: "/work/tasks/x", RunDir: "/work/runs/" + name,
+				EventsPath: "/events", StatePath: "/state",
+			}, nil
+		})
+	env.OnActivity(acts.StartConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.StartRequest) (proc.Handle, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.starts++
+			f.live++
+			if f.live > f.maxLive {
+				f.maxLive = f.live
+			}
+			return proc.Handle{PID: 1000 + f.starts, PGID: 1000 + f.starts}, nil
+		})
+	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.AbortRequest) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.aborts++
+			f.live--
+			return nil
+		})
+	// Each poll takes a second of workflow time: the test environment skips
+	// it, and a silent conductor still lets the workflow clock advance.
+	env.OnActivity(acts.TailEvents, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(ctx context.Context, req activities.TailRequest) (activities.TailResult, error) {
+			return f.tail(ctx, req)
+		})
+	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.PatchRequest) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.patchErr != nil {
+				return f.patchErr
+			}
+			for _, p := range req.Patches {
+				f.patches = append(f.patches, p.Body)
+			}
+			return nil
+		})
+	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.StatusRequest) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.statuses = append(f.statuses, req.Update)
+			return nil
+		})
+}
+
+func (f *fakeConductor) planTimeout() int {
+	if f.timeoutSec > 0 {
+		return f.timeoutSec
+	}
+	return 600
+}
+
+func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (activities.TailResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hang && req.MaxWait > 0 {
+		return activities.TailResult{Next: req.Cursor}, nil
+	}
+	i := int(req.Cursor.Offset)
+	n := f.perBatch
+	if n <= 0 {
+		n = 1
+	}
+	if req.MaxWait == 0 {
+		n = len(f.events) // a drain reads everything
+	}
+	end := min(i+n, len(f.events))
+	res := activities.TailResult{Next: tailer.Cursor{Offset: int64(end)}}
+	for _, ev := range f.events[i:end] {
+		ev.Pos = mapping.Position{Offset: int64(i)}
+		res.Events = append(res.Events, ev)
+		i++
+	}
+	if end == len(f.events) && (f.exitAfterAll || req.MaxWait == 0) {
+		res.Exited = true
+		res.ExitCode = f.exitCode
+		res.State = f.exitState
+		if res.State == nil {
+			res.StateError = "state.json missing"
+		}
+	}
+	return res, nil
+}
+
+func loadEvents(t *testing.T, path string) []mapping.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var evs []mapping.Event
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ev, err := mapping.ParseEvent(sc.Bytes())
+		require.NoError(t, err)
+		evs = append(evs, ev)
+	}
+	require.NoError(t, sc.Err())
+	return evs
+}
+
+func exampleDispatch(t *testing.T) mapping.DispatchPlan {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "A", "dispatch.json"))
+	require.NoError(t, err)
+	d, err := mapping.ParseDispatchPlan(data)
+	require.NoError(t, err)
+	return d
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
+	return env
+}
+
+func statusNames(us []sink.StatusUpdate) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, u.Status)
+	}
+	return out
+}
+
+func TestHappyPathMatchesSeedExampleA(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, "completed", res.Outcome.DispatchState)
+	require.Equal(t, 1, f.starts)
+	require.Equal(t, []string{"dispatched", "in_progress", "completed"}, statusNames(f.statuses))
+
+	// The PATCHes after the skeleton are exactly the golden sequence.
+	want := readLines(t, "../testdata/examples/A/patches.jsonl")
+	require.Len(t, f.patches, len(want)+1, "skeleton patch + one per event")
+	for i, w := range want {
+		require.JSONEq(t, w, string(f.patches[i+1]), "patch %d", i+1)
+	}
+	wantBrief, err := os.ReadFile("../testdata/examples/A/brief.json")
+	require.NoError(t, err)
+	got, err := json.Marshal(res.Brief)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantBrief), string(got))
+}
+
+func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
+	env := newEnv(t)
+	stateData, err := os.ReadFile("../testdata/examples/B/state.json")
+	require.NoError(t, err)
+	cs, err := mapping.ParseConductorState(stateData)
+	require.NoError(t, err)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/B/events.snake.jsonl"),
+		perBatch: 3, exitAfterAll: true, exitState: &cs}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	var want mapping.Outcome
+	data, err := os.ReadFile("../testdata/examples/B/terminal.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &want))
+	require.Equal(t, want, res.Outcome)
+	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	last := f.statuses[len(f.statuses)-1]
+	require.Equal(t, "blocked", last.Status)
+	require.Equal(t, want.BlockerReason, last.Reason)
+	require.Equal(t, want.LastError, last.LastError)
+	require.NotEmpty(t, last.AskedAt)
+}
+
+func TestInvalidDispatchFailsBeforeAnythingStarts(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t}
+	f.register(env)
+	d := exampleDispatch(t)
+	d.TaskID = "../etc"
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: d})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.True(t, appErr.NonRetryable())
+	require.Equal(t, activities.ErrInvalidDispatch, appErr.Type())
+	require.Contains(t, err.Error(), "taskId")
+	require.Empty(t, f.prepared)
+	require.Zero(t, f.starts)
+}
+
+func TestAbortDuringPhaseStopsConductor(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl")[:2], hang: false}
+	f.register(env)
+	// After the first two events the conductor goes quiet.
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		f.hang = true
+		f.mu.Unlock()
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "user"})
+	}, 10*time.Second)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
+	require.Equal(t, 1, f.starts)
+	require.Equal(t, 1, f.aborts)
+	require.Equal(t, "blocked", f.statuses[len(f.statuses)-1].Status)
+	require.Equal(t, "Plan aborted by user", f.statuses[len(f.statuses)-1].Reason)
+}
+
+func TestAbortBeforeConductorStartsStartsNothing(t *testing.T) {
+	env := newEnv(t)
+	// Plan generation takes 5s, so the abort arrives before the start.
+	f := &fakeConductor{t: t, prepareAfter: 5 * time.Second}
+	f.register(env)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, nil) }, time.Second)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
+	require.Zero(t, f.starts, "no conductor may start after an abort")
+}
+
+func TestRedispatchDuringPhaseStartsFreshAttempt(t *testing.T) {
+	env := newEnv(t)
+	all := loadEvents(t, "../testdata/examples/A/events.snake.jsonl")
+	f := &fakeConductor{t: t, events: all[:2], perBatch: 1}
+	f.register(env)
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		f.hang = true
+		f.mu.Unlock()
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		// The second attempt runs the whole plan.
+		f.mu.Lock()
+		f.hang = false
+		f.events = all
+		f.mu.Unlock()
+		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try again"})
+	}, 10*time.Second)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 2, res.Attempt)
+	require.Equal(t, 2, f.starts)
+	require.Equal(t, 1, f.aborts)
+	require.Equal(t, 1, f.maxLive, "never two live conductors")
+	require.Len(t, f.prepared, 2)
+	require.Equal(t, 2, f.prepared[1].Attempt)
+	require.Equal(t, "redispatch", f.prepared[1].Dispatch.Mode)
+	require.NotEqual(t, mapping.PlanName("T5", 1), res.PlanName)
+	require.Equal(t, "redispatched", res.Attempts[0].Ended)
+}
+
+func TestSignalStormEndsInOneDecision(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl")[:2]}
+	f.register(env)
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		f.hang = true
+		f.mu.Unlock()
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		for i := 0; i < 100; i++ {
+			if i%2 == 0 {
+				env.SignalWorkflow(SignalRedispatch, nil)
+			} else {
+				env.SignalWorkflow(SignalAbort, nil)
+			}
+		}
+	}, 10*time.Second)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	// Abort wins over redispatch within a burst.
+	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
+	require.LessOrEqual(t, f.maxLive, 1)
+	require.Equal(t, f.starts, f.aborts, "every started conductor was stopped")
+}
+
+func TestSilentConductorTimesOut(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl")[:2], timeoutSec: 30}
+	f.register(env)
+	env.RegisterDelayedCallback(func() {
+		f.mu.Lock()
+		f.hang = true
+		f.mu.Unlock()
+	}, time.Second)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &Tuning{SilenceGrace: time.Second}})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "Phase implement timed out", res.Outcome.LastError)
+	require.Equal(t, 1, f.aborts)
+}
+
+func TestConductorCrashWithoutStateIsBlocked(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl")[:4],
+		exitAfterAll: true, exitCode: 3}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.Contains(t, res.Outcome.LastError, "test")
+	require.Contains(t, res.Outcome.LastError, "code 3")
+}
+
+func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"),
+		perBatch: 4, patchErr: temporal.NewNonRetryableApplicationError("no brief for this task", activities.ErrNoBrief, nil)}
+	f.register(env)
+	var mid Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&mid))
+	}, time.Millisecond)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 3, res.Brief.CompletedPhases, "the brief is kept in the workflow")
+	v, err := env.QueryWorkflow(QueryStatus)
+	require.NoError(t, err)
+	var st Status
+	require.NoError(t, v.Get(&st))
+	require.Contains(t, st.SinkProblem, "no brief for this task")
+}
+
+func TestContinueAsNewCarriesState(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "expected continue-as-new, got %v", err)
+	var next TaskInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.Carry)
+	require.Equal(t, stageRunning, next.Carry.Stage)
+	require.NotNil(t, next.Carry.Handle, "the running conductor is carried, not restarted")
+	require.Positive(t, next.Carry.EventsApplied)
+	require.Equal(t, int64(next.Carry.EventsApplied), next.Carry.Cursor.Offset)
+
+	// The continued run picks up at the cursor and finishes the task without
+	// a second conductor (the knob is lifted so it runs to the end).
+	next.Carry.Tuning = nil
+	env2 := newEnv(t)
+	f.register(env2)
+	env2.ExecuteWorkflow(TaskWorkflowName, next)
+	require.NoError(t, env2.GetWorkflowError())
+	var res Result
+	require.NoError(t, env2.GetWorkflowResult(&res))
+	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 1, f.starts)
+	want := readLines(t, "../testdata/examples/A/patches.jsonl")
+	require.Len(t, f.patches, len(want)+1, "no patch lost or doubled across continue-as-new")
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		if len(sc.Bytes()) > 0 {
+			out = append(out, sc.Text())
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
+}

@@ -1,0 +1,200 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/mapping"
+)
+
+// Names a client uses to talk to a task workflow. They are part of the
+// public interface (the temporal CLI uses them too), so they never change.
+const (
+	TaskWorkflowName = "TaskWorkflow"
+	DefaultTaskQueue = "karvi-edda"
+	SignalAbort      = "abort"
+	SignalRedispatch = "redispatch"
+	QueryBrief       = "brief"
+	QueryStatus      = "status"
+)
+
+// WorkflowID is the one workflow id per karvi task; Temporal refuses a second
+// running workflow with the same id, which is what keeps one conductor per task.
+func WorkflowID(taskID string) string { return "karvi-task-" + taskID }
+
+// Search attributes shown in the Web UI's workflow list. The dev server of the
+// main job registers them; the worker checks they exist at start.
+var (
+	SearchTaskID       = temporal.NewSearchAttributeKeyKeyword("KarviTaskId")
+	SearchPlanName     = temporal.NewSearchAttributeKeyKeyword("EddaPlanName")
+	SearchCurrentPhase = temporal.NewSearchAttributeKeyKeyword("EddaCurrentPhase")
+	SearchTaskStatus   = temporal.NewSearchAttributeKeyKeyword("KarviTaskStatus")
+)
+
+// SearchAttributeNames lists the keyword attributes the workflow upserts.
+func SearchAttributeNames() []string {
+	return []string{SearchTaskID.GetName(), SearchPlanName.GetName(),
+		SearchCurrentPhase.GetName(), SearchTaskStatus.GetName()}
+}
+
+// TaskInput starts a task workflow.
+type TaskInput struct {
+	Dispatch mapping.DispatchPlan `json:"dispatch"`
+	// Attempt is the first attempt this workflow makes (default 1). A task
+	// redispatched after its workflow closed starts at the previous attempt + 1
+	// so that its plan name, and so its conductor state directory, is new.
+	Attempt int     `json:"attempt,omitempty"`
+	Tuning  *Tuning `json:"tuning,omitempty"`
+	// Carry is the state handed over by continue-as-new; nil on a fresh start.
+	Carry *State `json:"carry,omitempty"`
+}
+
+// Tuning holds knobs that tests and benchmarks turn; zero values mean the
+// defaults below.
+type Tuning struct {
+	// TailWait bounds one long-poll of the event log.
+	TailWait time.Duration `json:"tailWait,omitempty"`
+	// SilenceGrace is added to the plan's timeout_sec before a conductor that
+	// has written nothing is declared timed out.
+	SilenceGrace time.Duration `json:"silenceGrace,omitempty"`
+	// ContinueAsNewAfterPolls continues-as-new after this many polls of the
+	// event log in one run, besides Temporal's own suggestion (0 = only the
+	// suggestion). Each poll adds a bounded number of history events, so this
+	// bounds history deterministically; tests use it to exercise the path.
+	ContinueAsNewAfterPolls int `json:"continueAsNewAfterPolls,omitempty"`
+}
+
+const (
+	defaultTailWait     = 20 * time.Second
+	defaultSilenceGrace = 30 * time.Second
+)
+
+func (t *Tuning) tailWait() time.Duration {
+	if t != nil && t.TailWait > 0 {
+		return t.TailWait
+	}
+	return defaultTailWait
+}
+
+func (t *Tuning) silenceGrace() time.Duration {
+	if t != nil && t.SilenceGrace > 0 {
+		return t.SilenceGrace
+	}
+	return defaultSilenceGrace
+}
+
+func (t *Tuning) continueAsNewAfterPolls() int {
+	if t != nil {
+		return t.ContinueAsNewAfterPolls
+	}
+	return 0
+}
+
+// AbortSignal is the payload of the abort signal; every field is optional.
+type AbortSignal struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// RedispatchSignal is the payload of the redispatch signal; every field is
+// optional.
+type RedispatchSignal struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Stages of one attempt. The workflow is a loop over these, so a signal can
+// be honoured between any two steps.
+const (
+	stagePrepare = "prepare" // plan not yet generated
+	stageStart   = "start"   // plan on disk, conductor not yet started
+	stageRunning = "running" // conductor started, tailing its events
+	stageFinish  = "finish"  // outcome known, task status not yet written
+	stageDone    = "done"
+)
+
+
+// State is everything a task workflow knows. It is carried whole across
+// continue-as-new, so it must round-trip through JSON.
+type State struct {
+	Dispatch mapping.DispatchPlan `json:"dispatch"`
+	Attempt  int                  `json:"attempt"`
+	Stage    string               `json:"stage"`
+	Tuning   *Tuning              `json:"tuning,omitempty"`
+
+	Plan   *activities.PlanInfo `json:"plan,omitempty"`
+	Handle *proc.Handle         `json:"handle,omitempty"`
+	Cursor tailer.Cursor        `json:"cursor"`
+	Brief  mapping.BriefState   `json:"brief"`
+
+	// TaskStatus is the last status written to the sink.
+	TaskStatus  string    `json:"taskStatus,omitempty"`
+	LastEventAt time.Time `json:"lastEventAt"`
+	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
+
+	// Signals not yet acted on. When both arrive before the workflow can act
+	// (a burst), abort wins: stopping is the safe choice, a burst of 100
+	// signals still ends in one decision, and at most one conductor per task
+	// is ever live. Two signal channels keep no order between them, so
+	// "last one wins" could not be honoured deterministically anyway.
+	PendingAbort      bool `json:"pendingAbort,omitempty"`
+	PendingRedispatch bool `json:"pendingRedispatch,omitempty"`
+	// Polls counts event-log polls in this run (reset by continue-as-new).
+	Polls int `json:"polls,omitempty"`
+
+	Malformed       int    `json:"malformed,omitempty"`
+	LastMalformed   string `json:"lastMalformed,omitempty"`
+	EventsApplied   int    `json:"eventsApplied,omitempty"`
+	PatchesSent     int    `json:"patchesSent,omitempty"`
+	SignalsReceived int    `json:"signalsReceived,omitempty"`
+	SignalsIgnored  int    `json:"signalsIgnored,omitempty"`
+	SinkProblem     string `json:"sinkProblem,omitempty"`
+	ContinuedAsNew  int    `json:"continuedAsNew,omitempty"`
+
+	Attempts []AttemptSummary `json:"attempts,omitempty"`
+}
+
+// AttemptSummary records how an attempt ended.
+type AttemptSummary struct {
+	Attempt  int    `json:"attempt"`
+	PlanName string `json:"planName"`
+	// Ended is "completed", "blocked", "aborted" or "redispatched".
+	Ended     string `json:"ended"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Status answers the status query.
+type Status struct {
+	TaskID          string           `json:"taskId"`
+	Stage           string           `json:"stage"`
+	Attempt         int              `json:"attempt"`
+	PlanName        string           `json:"planName,omitempty"`
+	CurrentPhase    string           `json:"currentPhase,omitempty"`
+	CompletedPhases int              `json:"completedPhases"`
+	TotalPhases     int              `json:"totalPhases,omitempty"`
+	TaskStatus      string           `json:"taskStatus,omitempty"`
+	Outcome         *mapping.Outcome `json:"outcome,omitempty"`
+	ConductorPID    int              `json:"conductorPid,omitempty"`
+	EventsApplied   int              `json:"eventsApplied"`
+	PatchesSent     int              `json:"patchesSent"`
+	Malformed       int              `json:"malformedLines"`
+	LastMalformed   string           `json:"lastMalformed,omitempty"`
+	SignalsReceived int              `json:"signalsReceived"`
+	SignalsIgnored  int              `json:"signalsIgnored"`
+	SinkProblem     string           `json:"sinkProblem,omitempty"`
+	ContinuedAsNew  int              `json:"continuedAsNew"`
+	Attempts        []AttemptSummary `json:"attempts,omitempty"`
+}
+
+// Result is what a task workflow returns when the task reaches its end.
+type Result struct {
+	TaskID   string               `json:"taskId"`
+	Attempt  int                  `json:"attempt"`
+	PlanName string               `json:"planName"`
+	Outcome  mapping.Outcome      `json:"outcome"`
+	Brief    mapping.Brief        `json:"brief"`
+	Attempts []AttemptSummary     `json:"attempts,omitempty"`
+	Dispatch mapping.DispatchPlan `json:"dispatch"`
+}
