@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows"
+)
+
+// server is the dev server every test shares; each test has its own task
+// queue, work root and worker, so tests do not see each other's tasks.
+var server *devenv.Server
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		flag.Parse()
+		if testing.Short() {
+			return m.Run()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		s, err := devenv.StartServer(ctx, devenv.ServerOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		defer s.Stop()
+		server = s
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+type rigOptions struct {
+	sink     string // file (default) or karvi
+	karviURL string
+	// cargoExit is what the stub `cargo` on the worker's PATH exits with, so
+	// the default template's `cargo test` check really runs and passes or fails.
+	cargoExit int
+	scenario  string // EDDASIM_SCENARIO
+	env       []string
+}
+
+type rig struct {
+	t        *testing.T
+	opts     rigOptions
+	dir      string
+	workRoot string
+	sinkDir  string
+	queue    string
+	env      []string
+	worker   *devenv.Worker
+	cl       client.Client
+	workers  int
+}
+
+func newRig(t *testing.T, o rigOptions) *rig {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: needs the dev server (run without -short)")
+	}
+	dir := t.TempDir()
+	r := &rig{t: t, opts: o, dir: dir,
+		workRoot: filepath.Join(dir, "work"), sinkDir: filepath.Join(dir, "briefs"),
+		queue: "e2e-" + strings.ToLower(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(t.Name(), "-"))}
+	stubs := filepath.Join(dir, "stubs")
+	require.NoError(t, os.MkdirAll(stubs, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stubs, "cargo"),
+		[]byte(fmt.Sprintf("#!/bin/sh\nexit %d\n", o.cargoExit)), 0o755))
+	r.env = append([]string{"PATH=" + stubs + string(os.PathListSeparator) + os.Getenv("PATH")}, o.env...)
+	if o.scenario != "" {
+		r.env = append(r.env, "EDDASIM_SCENARIO="+o.scenario)
+	}
+	cl, err := server.Client()
+	require.NoError(t, err)
+	r.cl = cl
+	t.Cleanup(func() {
+		if r.worker != nil {
+			_ = r.worker.Stop()
+		}
+		require.NoError(t, devenv.StopConductors(r.workRoot), "stop leftover conductors")
+		cl.Close()
+		if t.Failed() {
+			r.dumpLogs()
+		}
+	})
+	r.startWorker()
+	return r
+}
+
+func (r *rig) startWorker() {
+	r.t.Helper()
+	sim, err := devenv.Binary("eddasim")
+	require.NoError(r.t, err)
+	r.workers++
+	w, err := devenv.StartWorker(devenv.WorkerOptions{
+		Addr: server.Addr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: sim,
+		Sink: r.opts.sink, SinkDir: r.sinkDir, KarviURL: r.opts.karviURL, Env: r.env,
+		LogPath:   filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.workers)),
+		Templates: "testdata/templates",
+	})
+	require.NoError(r.t, err)
+	r.worker = w
+}
+
+func (r *rig) dumpLogs() {
+	logs, _ := filepath.Glob(filepath.Join(r.dir, "worker-*.log"))
+	more, _ := filepath.Glob(filepath.Join(r.workRoot, "runs", "*", "*", "*.log"))
+	for _, p := range append(logs, more...) {
+		data, _ := os.ReadFile(p)
+		if len(data) > 6000 {
+			data = data[len(data)-6000:]
+		}
+		r.t.Logf("==== %s\n%s", p, data)
+	}
+}
+
+// workspace makes the task's working directory a git repository with a
+// README that mentions auth, so the default template's real checks
+// (git_clean, cargo test via the stub, file_contains README.md "auth") can pass.
+func (r *rig) workspace(taskID string) string {
+	r.t.Helper()
+	dir := filepath.Join(r.workRoot, "tasks", taskID)
+	require.NoError(r.t, os.MkdirAll(dir, 0o755))
+	require.NoError(r.t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# demo\n\nJWT auth middleware.\n"), 0o644))
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "README.md"},
+		{"-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "commit", "-q", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(r.t, err, "git %v: %s", args, out)
+	}
+	return dir
+}
+
+func dispatch(t *testing.T, taskID, message string) mapping.DispatchPlan {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "A", "dispatch.json"))
+	require.NoError(t, err)
+	d, err := mapping.ParseDispatchPlan(data)
+	require.NoError(t, err)
+	d.TaskID = taskID
+	d.Message = message
+	// Phases in the seed's order (see testdata/templates/sequential.yaml).
+	d.Skill = "sequential"
+	return d
+}
+
+// seedCosts makes the simulator report example A's costs per phase.
+const seedCosts = "[sim phase=implement cost=0.85] [sim phase=test cost=0.42] [sim phase=docs cost=0.18]"
+
+func (r *rig) start(d mapping.DispatchPlan) client.WorkflowRun {
+	r.t.Helper()
+	run, err := r.cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                       workflows.WorkflowID(d.TaskID),
+		TaskQueue:                r.queue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d})
+	require.NoError(r.t, err)
+	return run
+}
+
+func (r *rig) result(run client.WorkflowRun) workflows.Result {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	require.NoError(r.t, run.Get(ctx, &res))
+	return res
+}
+
+func (r *rig) status(taskID string) (workflows.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := r.cl.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
+	if err != nil {
+		return workflows.Status{}, err
+	}
+	var s workflows.Status
+	return s, v.Get(&s)
+}
+
+// waitFor polls the status query until cond holds. The deadline is a safety
+// net against a hung test, not a timing assertion.
+func (r *rig) waitFor(taskID, what string, cond func(workflows.Status) bool) workflows.Status {
+	r.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		s, err := r.status(taskID)
+		if err == nil && cond(s) {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s, err := r.status(taskID)
+	r.t.Fatalf("task %s: %s never happened (last status %+v, err %v)", taskID, what, s, err)
+	return s
+}
+
+func (r *rig) waitPhase(taskID, phase string) workflows.Status {
+	return r.waitFor(taskID, "phase "+phase+" running", func(s workflows.Status) bool {
+		return s.CurrentPhase == phase && s.Stage == "running" && s.ConductorPID > 0
+	})
+}
+
+// normalizeBrief drops what depends on the clock (times, durations and the
+// durations inside log details), so a live run compares with the seed.
+func normalizeBrief(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(data, &m))
+	return normalize(m).(map[string]any)
+}
+
+var secondsInDetail = regexp.MustCompile(`\(\d+s, `)
+
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, val := range x {
+			switch k {
+			case "startedAt", "completedAt", "duration_ms", "time", "updatedAt", "ts":
+				continue
+			case "detail":
+				if s, ok := val.(string); ok {
+					val = secondsInDetail.ReplaceAllString(s, "(Ns, ")
+				}
+			}
+			out[k] = normalize(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalize(e)
+		}
+		return out
+	case float64:
+		// Sums of costs may differ in the last bit.
+		return float64(int64(x*1e6+0.5)) / 1e6
+	default:
+		return v
+	}
+}
