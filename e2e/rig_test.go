@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"flag"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,9 +170,9 @@ const seedCosts = "[sim phase=implement cost=0.85] [sim phase=test cost=0.42] [s
 func (r *rig) start(d mapping.DispatchPlan) client.WorkflowRun {
 	r.t.Helper()
 	run, err := r.cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                       workflows.WorkflowID(d.TaskID),
-		TaskQueue:                r.queue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		ID:                                       workflows.WorkflowID(d.TaskID),
+		TaskQueue:                                r.queue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 	}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d})
 	require.NoError(r.t, err)

@@ -26,7 +26,7 @@ import (
 )
 
 type config struct {
-	address, namespace, taskQueue string
+	address, namespace, taskQueue  string
 	workRoot, conductor, templates string
 	sinkKind, sinkDir, karviURL    string
 	stopGrace                      time.Duration

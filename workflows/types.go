@@ -115,7 +115,6 @@ const (
 	stageDone    = "done"
 )
 
-
 // State is everything a task workflow knows. It is carried whole across
 // continue-as-new, so it must round-trip through JSON.
 type State struct {
@@ -130,8 +129,8 @@ type State struct {
 	Brief  mapping.BriefState   `json:"brief"`
 
 	// TaskStatus is the last status written to the sink.
-	TaskStatus  string    `json:"taskStatus,omitempty"`
-	LastEventAt time.Time `json:"lastEventAt"`
+	TaskStatus  string           `json:"taskStatus,omitempty"`
+	LastEventAt time.Time        `json:"lastEventAt"`
 	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
 
 	// Signals not yet acted on. When both arrive before the workflow can act
