@@ -31,7 +31,7 @@ check:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool -modfile=tools/lint/go.mod staticcheck $(PKGS)
-	$(GO) tool -modfile=tools/lint/go.mod workflowcheck ./workflows/...
+	$(GO) tool -modfile=tools/lint/go.mod workflowcheck -config workflows/workflowcheck.yaml ./workflows/...
 
 lint: check
 

@@ -109,7 +109,7 @@ func (r *runner) runAgent(ph *Phase, spec simSpec, attempt int) agentResult {
 			if emitted >= spec.Events {
 				progressC = nil
 			} else {
-				progress.Reset(start.Add(interval * time.Duration(emitted+1)).Sub(time.Now()))
+				progress.Reset(time.Until(start.Add(interval * time.Duration(emitted+1))))
 			}
 		case err := <-doneC:
 			child = nil

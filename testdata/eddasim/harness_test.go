@@ -257,15 +257,6 @@ func assertExit(t *testing.T, res simResult, want int) {
 	}
 }
 
-func noTerminalEvent(t *testing.T, events []event) {
-	t.Helper()
-	for _, e := range events {
-		if typ := e.str("type"); typ == "plan_completed" || typ == "plan_aborted" {
-			t.Fatalf("unexpected terminal event %v", e)
-		}
-	}
-}
-
 // waitFor polls cond until it holds, failing after the safety net.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
