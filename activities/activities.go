@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -47,6 +48,10 @@ type Config struct {
 type Activities struct {
 	Config Config
 	Sink   sink.Sink
+
+	// plans caches parsed plan.yaml files by path: a plan file never changes
+	// once written (its name changes with every attempt).
+	plans sync.Map
 }
 
 // secretEnv names environment variables of the worker that must not reach the
@@ -185,7 +190,8 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 		return TailResult{}, fmt.Errorf("read %s: %w", req.Plan.EventsPath, err)
 	}
 	res := TailResult{Next: batch.Next, Truncated: batch.Truncated, Missing: batch.Missing}
-	collect(&res, batch.Lines)
+	explain := a.explainer(req.Plan.PlanPath)
+	collect(&res, batch.Lines, explain)
 
 	st, err := proc.Inspect(req.Handle)
 	if err != nil {
@@ -210,7 +216,7 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 		for _, l := range more.Lines {
 			read += len(l.Data) + 1
 		}
-		collect(&res, more.Lines)
+		collect(&res, more.Lines, explain)
 	}
 	if read >= maxDrainBytes {
 		// More is waiting: report the process as running for one more round
@@ -219,14 +225,45 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 	}
 	res.Exited = true
 	res.ExitCode = st.ExitCode
-	res.State, res.StateError = readState(req.Plan.StatePath)
+	res.State, res.StateError = readState(req.Plan.StatePath, explain)
 	res.LogTail = readLogTail(req.Handle.LogPath)
 	return res, nil
 }
 
+// explainFunc rewrites a phase failure message so that a person can read
+// it (see mapping.DescribeCheckFailure).
+type explainFunc func(phaseID string, checkIndex *int, message string) string
+
+// explainer reads the plan once so failures can name the check that failed.
+// Without a readable plan, messages pass through unchanged.
+func (a *Activities) explainer(planPath string) explainFunc {
+	var plan *mapping.Plan
+	if cached, ok := a.plans.Load(planPath); ok {
+		plan = cached.(*mapping.Plan)
+	} else if data, err := os.ReadFile(planPath); err == nil {
+		if p, err := mapping.ParsePlan(data); err == nil {
+			plan = &p
+			a.plans.Store(planPath, plan)
+		}
+	}
+	return func(phaseID string, checkIndex *int, message string) string {
+		if plan == nil {
+			return message
+		}
+		for _, ph := range plan.Phases {
+			if ph.ID == phaseID {
+				if c, ok := ph.FailedCheck(checkIndex); ok {
+					return mapping.DescribeCheckFailure(c, message)
+				}
+			}
+		}
+		return message
+	}
+}
+
 // collect parses lines into events, redacting every free-text field before
 // it can reach workflow history; malformed lines are counted, not fatal.
-func collect(res *TailResult, lines []tailer.Line) {
+func collect(res *TailResult, lines []tailer.Line, explain explainFunc) {
 	for _, l := range lines {
 		if l.TooLong {
 			res.Malformed++
@@ -240,12 +277,15 @@ func collect(res *TailResult, lines []tailer.Line) {
 			continue
 		}
 		ev.Pos = mapping.Position{Gen: l.Gen, Offset: l.Offset}
+		if ev.Type == mapping.EventPhaseFailed && ev.ErrorType != mapping.ErrAgentCrash {
+			ev.Error = explain(ev.PhaseID, nil, ev.Error)
+		}
 		ev.MapText(redact.String)
 		res.Events = append(res.Events, ev)
 	}
 }
 
-func readState(path string) (*mapping.ConductorState, string) {
+func readState(path string, explain explainFunc) (*mapping.ConductorState, string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -259,6 +299,9 @@ func readState(path string) (*mapping.ConductorState, string) {
 	}
 	for i := range cs.Phases {
 		if e := cs.Phases[i].Error; e != nil {
+			if e.ErrorType == mapping.ErrCheckFailed {
+				e.Message = explain(cs.Phases[i].ID, e.CheckIndex, e.Message)
+			}
 			e.Message = redact.String(e.Message)
 		}
 		cs.Phases[i].SkipReason = redact.String(cs.Phases[i].SkipReason)

@@ -61,16 +61,29 @@ func (l Layout) TaskCwd(d mapping.DispatchPlan) (string, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(l.root, dir)
 	}
-	dir = filepath.Clean(dir)
 	// Resolve what exists of the path, so a symlink inside the root cannot
-	// point the conductor outside it.
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	// point the conductor (or the MkdirAll that creates its directory)
+	// outside it.
+	dir = resolveExisting(filepath.Clean(dir))
 	if !l.contains(dir) {
 		return "", fmt.Errorf("workingDir %q is outside the work root %s", d.WorkingDir, l.root)
 	}
 	return dir, nil
+}
+
+// resolveExisting resolves symlinks in the longest existing prefix of path
+// and appends the components that do not exist yet.
+func resolveExisting(path string) string {
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(p) == p {
+			return path
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // RunDir is where one plan's record lives.

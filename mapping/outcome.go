@@ -61,6 +61,9 @@ type PhaseError struct {
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable"`
 	Timestamp string `json:"timestamp"`
+	// CheckIndex is which of the phase's checks failed (edda writes it for
+	// check_failed), so the message can name the check.
+	CheckIndex *int `json:"check_index,omitempty"`
 }
 
 // ParseConductorState decodes state.json. plan_status is required and
