@@ -33,6 +33,7 @@ type config struct {
 	tailLinger, tailPoll           time.Duration
 	registerSearchAttrs            bool
 	codecAddr                      string
+	pprofAddr                      string
 }
 
 func main() {
@@ -66,6 +67,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
 	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this address (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (127.0.0.1:port), for profiling")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -126,6 +128,14 @@ func run(args []string) error {
 			return errors.New("-codec-addr needs KARVI_TEMPORAL_CODEC_KEY")
 		}
 		shutdown, err := serveCodec(c.codecAddr, keys, logger)
+		if err != nil {
+			return err
+		}
+		defer shutdown()
+	}
+
+	if c.pprofAddr != "" {
+		shutdown, err := servePprof(c.pprofAddr, logger)
 		if err != nil {
 			return err
 		}
