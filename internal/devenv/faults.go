@@ -1,0 +1,90 @@
+package devenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"karvi-edda-temporal/internal/proc"
+)
+
+// LiveConductors returns the runs under a work root that still have a
+// running process: the supervisor itself, or any member of its group. The
+// fault suite samples it to prove that a task never has two conductors.
+func LiveConductors(workRoot string) ([]proc.Handle, error) {
+	hs, err := Handles(workRoot)
+	if err != nil {
+		return nil, err
+	}
+	var live []proc.Handle
+	for _, h := range hs {
+		st, err := proc.Inspect(h)
+		if err != nil {
+			return nil, fmt.Errorf("inspect run of pid %d: %w", h.PID, err)
+		}
+		if st.Alive || st.GroupAlive {
+			live = append(live, h)
+		}
+	}
+	return live, nil
+}
+
+// RunProcesses returns the pids of running processes that carry the run
+// token of any run under a work root, whatever group or session they moved
+// to. After every workflow has ended it must be empty: anything it finds is
+// an orphan the bridge left behind.
+func RunProcesses(workRoot string) ([]int, error) {
+	hs, err := Handles(workRoot)
+	if err != nil {
+		return nil, err
+	}
+	tokens := map[string]bool{}
+	for _, h := range hs {
+		if h.Token != "" {
+			tokens[proc.TokenEnv+"="+h.Token] = true
+		}
+	}
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list /proc: %w", err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 || !running(pid) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue // gone meanwhile, or not ours to read
+		}
+		for kv := range bytes.SplitSeq(env, []byte{0}) {
+			if tokens[string(kv)] {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// running: the process exists and is not a zombie (a zombie runs nothing;
+// in a container whose init does not reap, orphans' zombies linger).
+func running(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command, which may hold spaces.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(data[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
