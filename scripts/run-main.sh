@@ -52,7 +52,7 @@ bin/temporal operator cluster health --address "$ADDR" >/dev/null
 echo "run: starting worker (conductor: simulator, sink: files in $RUN/briefs)"
 # The simulator runs each phase's checks for real by default; the sample has
 # no Rust project or git repo, so its checks are simulated as passing.
-EDDASIM_SCENARIO=${EDDASIM_SCENARIO:-"checks=pass delay=400ms cost=0.45"} \
+EDDASIM_SCENARIO=${EDDASIM_SCENARIO:-"checks=pass delay=1500ms; phase=implement cost=0.85; phase=test cost=0.42; phase=docs cost=0.18"} \
   bin/worker -address "$ADDR" -work-root "$RUN/work" -conductor "$PWD/bin/eddasim" \
   -sink file -sink-dir "$RUN/briefs" >"$RUN/worker.log" 2>&1 &
 pids+=($!)
