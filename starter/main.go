@@ -67,6 +67,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return nil
 	}
 	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "plan", "start", "abort", "redispatch", "status", "brief", "follow", "result":
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
 	fs := flag.NewFlagSet("starter "+cmd, flag.ContinueOnError)
 	var c conn
 	fs.StringVar(&c.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
