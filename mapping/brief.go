@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -114,6 +113,13 @@ type BriefState struct {
 	ResetPrevious bool     `json:"resetPrevious,omitempty"`
 	StalePhases   []string `json:"stalePhases,omitempty"`
 	LastFailure   *Failure `json:"lastFailure,omitempty"`
+
+	// logJSON caches the encoding of each Brief.Log entry, index for index:
+	// every patch body carries the whole log, so each entry is encoded once
+	// instead of once per event. It is never serialized; a state decoded
+	// from history rebuilds it on its next patch, and a cached entry that no
+	// longer matches its log entry is re-encoded (see encodedLog).
+	logJSON []encodedEntry
 }
 
 // NewBriefState builds the skeleton brief for a plan: every phase pending,
@@ -359,10 +365,11 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		s.appendLog(ev, otherDetail(ev))
 	}
 	s.Brief.CompletedPhases = s.completed()
-	body = append(body, kv{"log", s.Brief.Log})
+	log := s.encodedLog()
+	body = append(body, kv{"log", log})
 	s.Applied = ev.Pos
 	s.HasApplied = true
-	return Patch{Pos: ev.Pos, Type: ev.Type, Body: body.bytes()}, true
+	return Patch{Pos: ev.Pos, Type: ev.Type, Body: body.bytesCap(256 + log.size())}, true
 }
 
 // ensure repairs a state that did not come from NewBriefState (a zero value
@@ -400,12 +407,74 @@ func (s *BriefState) appendLog(ev Event, detail string) {
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	log := append(s.Brief.Log, LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
-	if len(log) > limit {
-		// Copy rather than reslice so the dropped entries are released.
-		log = append([]LogEntry(nil), log[len(log)-limit:]...)
+	e := LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail}
+	log := append(s.Brief.Log, e)
+	cache := append(s.logJSON, encodedEntry{e: e, b: e.appendTo(nil)})
+	if drop := len(log) - limit; drop > 0 {
+		// Reslicing keeps appends amortized O(1) once the log is full; the
+		// dropped entries are released when the next append reallocates,
+		// so at most about limit/2 of them are retained meanwhile.
+		log = log[drop:]
+		if drop <= len(cache) {
+			cache = cache[drop:]
+		}
 	}
 	s.Brief.Log = log
+	s.logJSON = cache
+}
+
+// encodedEntry is one log entry with its JSON encoding.
+type encodedEntry struct {
+	e LogEntry
+	b []byte
+}
+
+// encodedLog is Brief.Log ready to be written into a body.
+type encodedLog struct {
+	entries []encodedEntry
+	null    bool
+}
+
+func (l encodedLog) size() int {
+	n := 2
+	for _, e := range l.entries {
+		n += len(e.b) + 1
+	}
+	return n
+}
+
+func (l encodedLog) appendTo(dst []byte) []byte {
+	if l.null {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, e := range l.entries {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, e.b...)
+	}
+	return append(dst, ']')
+}
+
+// encodedLog brings the encoding cache in line with Brief.Log and returns
+// it. Comparing an entry with the one it was encoded from is cheap (strings
+// that share their bytes compare by pointer), and it makes the cache safe
+// whoever changed the log: a stale entry is simply encoded again.
+func (s *BriefState) encodedLog() encodedLog {
+	log := s.Brief.Log
+	if log == nil {
+		return encodedLog{null: true}
+	}
+	if len(s.logJSON) != len(log) {
+		s.logJSON = make([]encodedEntry, len(log), cap(log))
+	}
+	for i := range log {
+		if c := &s.logJSON[i]; c.b == nil || c.e != log[i] {
+			c.e, c.b = log[i], log[i].appendTo(nil)
+		}
+	}
+	return encodedLog{entries: s.logJSON}
 }
 
 func otherDetail(ev Event) string {
@@ -491,32 +560,17 @@ type kv struct {
 type obj []kv
 
 func (o obj) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		k, err := json.Marshal(f.k)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(k)
-		buf.WriteByte(':')
-		v, err := json.Marshal(f.v)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(v)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return o.appendTo(nil)
 }
 
-// bytes marshals the object. Its values are strings, numbers, nested objs
-// and log entries, none of which can fail to encode.
-func (o obj) bytes() json.RawMessage {
-	b, err := json.Marshal(o)
+// bytes encodes the object. Its values are strings, finite numbers, nested
+// objs and log entries, none of which can fail to encode.
+func (o obj) bytes() json.RawMessage { return o.bytesCap(256) }
+
+// bytesCap is bytes with a capacity hint, so a body carrying the whole log
+// is allocated once.
+func (o obj) bytesCap(n int) json.RawMessage {
+	b, err := o.appendTo(make([]byte, 0, n))
 	if err != nil {
 		// Unreachable with the value types used here; keep a valid body
 		// rather than panic on input.
