@@ -334,17 +334,18 @@ type rawPhase struct {
 }
 
 type rawCheck struct {
-	Type           *string    `yaml:"type"`
-	Path           *string    `yaml:"path"`
-	Pattern        *string    `yaml:"pattern"`
-	Cmd            *string    `yaml:"cmd"`
-	TimeoutSec     *int64     `yaml:"timeout_sec"`
-	AllowUntracked *bool      `yaml:"allow_untracked"`
-	EventType      *string    `yaml:"event_type"`
-	After          *string    `yaml:"after"`
-	Check          *yaml.Node `yaml:"check"`
-	IntervalSec    *int64     `yaml:"interval_sec"`
-	Backoff        *string    `yaml:"backoff"`
+	Type           *string `yaml:"type"`
+	Path           *string `yaml:"path"`
+	Pattern        *string `yaml:"pattern"`
+	Cmd            *string `yaml:"cmd"`
+	TimeoutSec     *int64  `yaml:"timeout_sec"`
+	AllowUntracked *bool   `yaml:"allow_untracked"`
+	EventType      *string `yaml:"event_type"`
+	After          *string `yaml:"after"`
+	// A value, not a pointer: yaml.v3 leaves a *yaml.Node field empty.
+	Check       yaml.Node `yaml:"check"`
+	IntervalSec *int64    `yaml:"interval_sec"`
+	Backoff     *string   `yaml:"backoff"`
 }
 
 func schemaErr(err error) error {
@@ -538,11 +539,11 @@ func decodeCheck(n *yaml.Node) (*CheckSpec, error) {
 			c.After = *rc.After
 		}
 	case "wait_until":
-		if rc.Check == nil {
+		if rc.Check.Kind == 0 {
 			return nil, schemaErrf("check wait_until: missing field `check`")
 		}
 		// The inner check is in tagged form only, as serde requires.
-		c.Inner, err = decodeCheck(rc.Check)
+		c.Inner, err = decodeCheck(&rc.Check)
 		c.IntervalSec, c.TimeoutSec, c.Backoff = defaultWaitIntervalSec, defaultWaitTimeoutSec, "linear"
 		if rc.IntervalSec != nil {
 			c.IntervalSec = *rc.IntervalSec

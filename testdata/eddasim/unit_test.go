@@ -159,3 +159,31 @@ func TestAgentResultDebug(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A wait_until check carries its inner check in tagged form; the inner
+// check must be decoded, not reported missing.
+func TestWaitUntilDecodesInnerCheck(t *testing.T) {
+	plan, err := parsePlan([]byte(`name: t
+phases:
+  - id: a
+    prompt: x
+    check:
+      - type: wait_until
+        timeout_sec: 120
+        check:
+          type: file_contains
+          path: REVIEW.md
+          pattern: resolved
+        interval_sec: 10
+`))
+	if err != nil {
+		t.Fatalf("parsePlan: %v", err)
+	}
+	c := plan.Phases[0].Check[0]
+	if c.Type != "wait_until" || c.Inner == nil || c.Inner.Type != "file_contains" || c.Inner.Pattern != "resolved" {
+		t.Fatalf("inner check not decoded: %+v inner %+v", c, c.Inner)
+	}
+	if _, err := parsePlan([]byte("name: t\nphases:\n  - id: a\n    prompt: x\n    check:\n      - type: wait_until\n")); err == nil {
+		t.Fatal("a wait_until without an inner check must be rejected")
+	}
+}
