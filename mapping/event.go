@@ -79,11 +79,26 @@ func ParseEvent(line []byte) (Event, error) {
 	if line[0] != '{' {
 		return Event{}, errors.New("event: not a JSON object")
 	}
+	// Every event a worker sees goes through here, so the common line (valid
+	// JSON, keys without escapes) is read without building a map; anything
+	// else takes the general decoder, which also words the errors.
+	var f rawFields
+	if json.Valid(line) && f.scan(line) {
+		return decodeEvent(&fieldParser{fields: &f})
+	}
+	return parseEventMap(line)
+}
+
+// parseEventMap is the general decoder of a trimmed line that starts with '{'.
+func parseEventMap(line []byte) (Event, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return Event{}, fmt.Errorf("event: invalid JSON: %w", err)
 	}
-	p := fieldParser{raw: raw}
+	return decodeEvent(&fieldParser{raw: raw})
+}
+
+func decodeEvent(p *fieldParser) (Event, error) {
 	var ev Event
 	typ, present := p.str("type")
 	if p.err != nil {
@@ -121,11 +136,132 @@ func ParseEvent(line []byte) (Event, error) {
 	return ev, nil
 }
 
+// eventKeys are the members ParseEvent reads; rawFields holds their values.
+var eventKeys = [...]string{"type", "seq", "ts", "plan_name", "phase_count", "phase_id", "attempt",
+	"duration_ms", "cost_usd", "error", "error_type", "reason", "phases_passed", "phases_pending", "total_cost_usd"}
+
+// rawFields is the raw value of each member in eventKeys, as a decode into
+// map[string]json.RawMessage would give it (the last of duplicate keys).
+type rawFields struct {
+	vals [len(eventKeys)]json.RawMessage
+	set  [len(eventKeys)]bool
+}
+
+func (f *rawFields) get(key string) (json.RawMessage, bool) {
+	for i, k := range eventKeys {
+		if k == key {
+			return f.vals[i], f.set[i]
+		}
+	}
+	return nil, false
+}
+
+// scan records the members of line, which must be a valid JSON object. It
+// reports false, leaving the line to the general decoder, for a key with
+// escapes (only a real decode can compare it).
+func (f *rawFields) scan(line []byte) bool {
+	i := skipSpace(line, 1)
+	if i < len(line) && line[i] == '}' {
+		return true
+	}
+	for i < len(line) {
+		if line[i] != '"' {
+			return false
+		}
+		j := i + 1
+		for j < len(line) && line[j] != '"' {
+			if line[j] == '\\' {
+				return false
+			}
+			j++
+		}
+		key := line[i+1 : j]
+		i = skipSpace(line, j+1)
+		if i >= len(line) || line[i] != ':' {
+			return false
+		}
+		i = skipSpace(line, i+1)
+		end := skipValue(line, i)
+		for k, name := range eventKeys {
+			if string(key) == name {
+				f.vals[k], f.set[k] = line[i:end:end], true
+				break
+			}
+		}
+		i = skipSpace(line, end)
+		if i >= len(line) {
+			return false
+		}
+		if line[i] == '}' {
+			return true
+		}
+		if line[i] != ',' {
+			return false
+		}
+		i = skipSpace(line, i+1)
+	}
+	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value starting at i in valid JSON.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}
+
 // fieldParser reads typed fields from a decoded object and keeps the first
 // error, so ParseEvent reads as a list of fields.
 type fieldParser struct {
-	raw map[string]json.RawMessage
-	err error
+	raw    map[string]json.RawMessage
+	fields *rawFields // instead of raw, on the fast path
+	err    error
+}
+
+func (p *fieldParser) get(key string) (json.RawMessage, bool) {
+	if p.fields != nil {
+		return p.fields.get(key)
+	}
+	v, ok := p.raw[key]
+	return v, ok
 }
 
 func (p *fieldParser) fail(key, format string, args ...any) {
@@ -136,9 +272,12 @@ func (p *fieldParser) fail(key, format string, args ...any) {
 
 // str returns the string at key; absent and null are "" and not present.
 func (p *fieldParser) str(key string) (string, bool) {
-	v, ok := p.raw[key]
+	v, ok := p.get(key)
 	if !ok || isNull(v) {
 		return "", false
+	}
+	if s, ok := plainString(v); ok {
+		return s, true
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err != nil {
@@ -149,7 +288,7 @@ func (p *fieldParser) str(key string) (string, bool) {
 }
 
 func (p *fieldParser) number(key string) (float64, string, bool) {
-	v, ok := p.raw[key]
+	v, ok := p.get(key)
 	if !ok || isNull(v) {
 		return 0, "", false
 	}
@@ -199,6 +338,19 @@ func (p *fieldParser) float(key string) *float64 {
 	return &f
 }
 
+// plainString decodes a JSON string without escapes or invalid UTF-8, which
+// is what nearly every field holds, without the general decoder.
+func plainString(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 || !utf8.Valid(inner) {
+		return "", false
+	}
+	return string(inner), true
+}
+
 func isNull(v json.RawMessage) bool {
 	return bytes.Equal(bytes.TrimSpace(v), []byte("null"))
 }
@@ -208,6 +360,9 @@ func isNull(v json.RawMessage) bool {
 // "phase-start" gives "phase_start". Characters other than letters, digits,
 // '_', '-', '.', and spaces are dropped.
 func NormalizeEventType(s string) string {
+	if isSnakeCase(s) {
+		return s
+	}
 	rs := []rune(strings.TrimSpace(s))
 	var b strings.Builder
 	for i, r := range rs {
@@ -229,6 +384,27 @@ func NormalizeEventType(s string) string {
 	}
 	parts := strings.FieldsFunc(b.String(), func(r rune) bool { return r == '_' })
 	return strings.Join(parts, "_")
+}
+
+// isSnakeCase reports s already normalised: lowercase ASCII words of
+// letters and digits joined by single underscores.
+func isSnakeCase(s string) bool {
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '_':
+			if s[i-1] == '_' {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // MapText applies f to every free-text field (Error, ErrorType, Reason,
