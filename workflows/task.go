@@ -409,18 +409,41 @@ func (r *taskRun) apply(res activities.TailResult) {
 func (r *taskRun) exitOutcome(res activities.TailResult) mapping.Outcome {
 	where := "before any phase started"
 	if phase := r.currentPhase(); phase != "" {
-		where = "while phase " + phase + " was running"
+		switch r.st.Brief.Brief.Phases[phase].Status {
+		case mapping.PhaseFailed:
+			where = "after phase " + phase + " failed"
+		case mapping.PhasePassed, mapping.PhaseSkipped:
+			where = "after phase " + phase + " ended"
+		default:
+			where = "while phase " + phase + " was running"
+		}
 	}
+	how, code := exitHow(res.ExitCode)
 	if res.State != nil {
 		o := mapping.OutcomeFromState(*res.State, r.st.Brief, r.st.Plan.Summary.BudgetUSD)
 		if o.ErrorType != mapping.ErrConductorExit {
 			return o
 		}
-		return mapping.CrashOutcome("", res.ExitCode, fmt.Sprintf(
-			"conductor exited %s, leaving the plan %s%s", where, res.State.PlanStatus, tailNote(res.LogTail)))
+		return mapping.CrashOutcome("", code, fmt.Sprintf(
+			"conductor %s %s, leaving the plan %s%s", how, where, res.State.PlanStatus, tailNote(res.LogTail)))
 	}
-	return mapping.CrashOutcome("", res.ExitCode, fmt.Sprintf(
-		"conductor exited %s and left no readable state.json (%s)%s", where, res.StateError, tailNote(res.LogTail)))
+	return mapping.CrashOutcome("", code, fmt.Sprintf(
+		"conductor %s %s and left no readable state.json (%s)%s", how, where, res.StateError, tailNote(res.LogTail)))
+}
+
+// exitHow words the conductor's exit status for a person. A status of -1
+// means the supervisor recorded none: it was killed together with the
+// conductor (SIGKILL to the group, the OOM killer), and "exit code -1" would
+// only puzzle. 128+n is the shell's report of death by signal n. It returns
+// the exit code still worth printing (0 for none).
+func exitHow(code int) (string, int) {
+	switch {
+	case code < 0:
+		return "was killed (no exit status was recorded)", 0
+	case code > 128 && code < 128+65:
+		return fmt.Sprintf("was killed by signal %d", code-128), 0
+	}
+	return "exited", code
 }
 
 func tailNote(logTail string) string {
