@@ -60,9 +60,13 @@ func tailOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
 // one marker in history instead of a scheduled/started/completed triple and a
 // second workflow task. Transient sink failures (karvi down, 5xx) are retried
 // for as long as it takes; the workflow waits, keeping the patch order.
+// The SDK bounds a local activity's retries by ScheduleToCloseTimeout and
+// defaults that to StartToCloseTimeout, which would drop a patch after 15 s
+// of karvi being down; patchRetryFor is "as long as it takes" in practice.
 func patchOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 15 * time.Second,
+		ScheduleToCloseTimeout: patchRetryFor,
+		StartToCloseTimeout:    15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        100 * time.Millisecond,
 			BackoffCoefficient:     2,
@@ -71,6 +75,10 @@ func patchOptions(ctx workflow.Context) workflow.Context {
 		},
 	})
 }
+
+// patchRetryFor bounds the retries of one batch of brief patches: a karvi
+// outage longer than this loses the batch (the brief stays queryable).
+const patchRetryFor = 30 * 24 * time.Hour
 
 // statusOptions: a task status write is rare and must land, so it is a
 // regular activity retried until it succeeds or the sink refuses it for good.
