@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -270,7 +271,10 @@ func collect(res *TailResult, lines []tailer.Line, explain explainFunc) {
 			res.MalformedSample = fmt.Sprintf("line at offset %d is %d bytes, longer than the tail accepts", l.Offset, l.Length)
 			continue
 		}
-		ev, err := mapping.ParseEvent(l.Data)
+		// Redact the raw line before parsing: ParseEvent cuts long text,
+		// and a secret cut in half no longer looks like one; every string
+		// of the line (ts and an unknown type included) is covered.
+		ev, err := mapping.ParseEvent(redact.JSON(l.Data))
 		if err != nil {
 			res.Malformed++
 			res.MalformedSample = shorten(redact.String(fmt.Sprintf("offset %d: %v: %s", l.Offset, err, l.Data)))
@@ -331,7 +335,21 @@ func readLogTail(path string) string {
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return ""
 	}
-	lines := strings.Split(strings.TrimSpace(string(buf)), "\n")
+	if off > 0 {
+		// The window starts inside a line: drop that piece, since a secret
+		// cut at its start would not be recognised and its tail would show.
+		nl := bytes.IndexByte(buf, '\n')
+		if nl < 0 {
+			return ""
+		}
+		buf = buf[nl+1:]
+	}
+	var lines []string
+	for _, l := range strings.Split(string(buf), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > 3 {
 		lines = lines[len(lines)-3:]
 	}
@@ -351,16 +369,13 @@ func shorten(s string) string {
 	return s[:cut] + "…"
 }
 
-// PatchBrief sends the patches in order. Each patch is idempotent under
-// karvi's merge (the log travels whole), so a retried batch converges to the
-// same brief.
+// PatchBrief sends the patches in order. A retried batch resumes after the
+// patches already delivered (see patchProgress), so karvi sees each patch
+// once and in order unless the worker crashed mid-batch; even then each
+// patch is idempotent under karvi's merge (the log travels whole), so the
+// brief converges.
 func (a *Activities) PatchBrief(ctx context.Context, req PatchRequest) error {
-	for _, p := range req.Patches {
-		if err := a.Sink.PatchBrief(ctx, req.TaskID, p.Body); err != nil {
-			return sinkError("patch brief of task "+req.TaskID, err)
-		}
-	}
-	return nil
+	return a.sendPatches(ctx, req)
 }
 
 // SetTaskStatus writes the task status; the sink walks karvi's legal
