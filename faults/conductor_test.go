@@ -160,7 +160,9 @@ func TestConductorHang(t *testing.T) {
 	r := newRig(t, rigOptions{})
 	r.workspace("CC3")
 	d := dispatch(t, "CC3", "Hangs in the test phase. [sim phase=test hang=forever]")
-	timeout := 2
+	// Silent for 3 s + 2 s is a hang; the phases before write within
+	// milliseconds, so only the hung phase can trip it.
+	timeout := 3
 	d.TimeoutSec = &timeout
 	run := r.startInput(workflows.TaskInput{Dispatch: d,
 		Tuning: &workflows.Tuning{SilenceGrace: 2 * time.Second}})
