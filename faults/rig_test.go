@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +85,10 @@ type rigOptions struct {
 	workerArgs []string
 	// noWorker leaves starting the first worker to the test.
 	noWorker bool
+	// karviWrap, with the karvi sink, serves the karvifake through this
+	// wrapper on a listener of the rig's own (latency, counting, ...).
+	// karvi.SetDown is then unavailable.
+	karviWrap func(http.Handler) http.Handler
 }
 
 type rig struct {
@@ -132,10 +138,19 @@ func newRig(t *testing.T, o rigOptions) *rig {
 	}
 	if o.sink == "karvi" && o.karviURL == "" {
 		r.karvi = karvifake.New(karvifake.Options{Token: o.karviToken})
-		url, err := r.karvi.Start()
-		require.NoError(t, err)
-		r.opts.karviURL = url
-		t.Cleanup(r.karvi.Close)
+		if o.karviWrap == nil {
+			url, err := r.karvi.Start()
+			require.NoError(t, err)
+			r.opts.karviURL = url
+			t.Cleanup(r.karvi.Close)
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			hs := &http.Server{Handler: o.karviWrap(r.karvi.Handler()), ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = hs.Serve(ln) }()
+			r.opts.karviURL = "http://" + ln.Addr().String()
+			t.Cleanup(func() { _ = hs.Close() })
+		}
 	}
 	cl, err := srv.Client()
 	require.NoError(t, err)
@@ -614,4 +629,48 @@ func dropNulls(v any) any {
 	default:
 		return v
 	}
+}
+
+// singleRun asserts that one conductor process wrote a plan's events.jsonl
+// from start to end, and returns the events. Every edda (and simulator)
+// process numbers its events from seq 0 and a resumed run writes no
+// plan_start, so a second process for the same attempt shows as a second
+// plan_start or as seq going back.
+func (r *rig) singleRun(taskID, plan string) []map[string]any {
+	r.t.Helper()
+	evs := r.events(taskID, plan)
+	require.NotEmpty(r.t, evs, "%s: no events", plan)
+	starts := 0
+	for i, ev := range evs {
+		require.Equal(r.t, float64(i), ev["seq"], "%s: event %d has seq %v: a second conductor process wrote here", plan, i, ev["seq"])
+		if ev["type"] == "plan_start" {
+			starts++
+		}
+	}
+	require.Equal(r.t, "plan_start", evs[0]["type"], "%s: first event", plan)
+	require.Equal(r.t, 1, starts, "%s: plan_start events", plan)
+	hs, err := filepath.Glob(filepath.Join(r.workRoot, "runs", taskID, plan, "handle.json"))
+	require.NoError(r.t, err)
+	require.Len(r.t, hs, 1, "%s: one run record", plan)
+	return evs
+}
+
+// logPerEvent asserts that a brief's log has exactly one entry per
+// conductor event, in order: none lost, none doubled. plan_aborted is the
+// one event that writes no entry (the task status carries it instead).
+func logPerEvent(t *testing.T, brief map[string]any, events []map[string]any) {
+	t.Helper()
+	var want []any
+	for _, ev := range events {
+		if ev["type"] != "plan_aborted" {
+			want = append(want, ev["type"])
+		}
+	}
+	log, _ := brief["log"].([]any)
+	var got []any
+	for _, e := range log {
+		entry, _ := e.(map[string]any)
+		got = append(got, entry["action"])
+	}
+	require.Equal(t, want, got, "brief log actions vs events.jsonl types")
 }
