@@ -297,7 +297,9 @@ func readState(path string, explain explainFunc) (*mapping.ConductorState, strin
 		}
 		return nil, shorten(redact.String(err.Error()))
 	}
-	cs, err := mapping.ParseConductorState(data)
+	// Everything in state.json comes from the conductor, phase ids and
+	// statuses included, and phase ids reach lastError: redact it whole.
+	cs, err := mapping.ParseConductorState(redact.JSON(data))
 	if err != nil {
 		return nil, shorten(redact.String("state.json unreadable: " + err.Error()))
 	}

@@ -408,12 +408,6 @@ func invalidDispatchError(t *testing.T, err error) string {
 // the conductor too; they reach lastError when state.json explains the end.
 func TestRedactionStateIdentifiers(t *testing.T) {
 	t.Parallel()
-	// It fails today: readState redacts phase error messages and skip
-	// reasons but not phase ids, plan_status or error_type, and a phase id
-	// reaches lastError ("Phase <id> failed"). The fix belongs in readState
-	// (parse redact.JSON(data), as collect does for events), which the lead
-	// is changing; remove this skip with it.
-	t.Skip("needs activities.readState to redact all of state.json (see comment)")
 	book := newSecretBook(4)
 	fake := newFakeEdda(t)
 	r := newRig(t, fake.options(rigOptions{}))

@@ -194,6 +194,19 @@ func CrashOutcome(phaseID string, exitCode int, detail string) Outcome {
 	return outcome(PlanBlocked, ErrAgentCrash, phaseID, msg, msg)
 }
 
+// UnfinishedOutcome is a conductor that exited normally (code 0) without
+// finishing the plan and without a state that says why: not a crash, but the
+// task cannot go on. Its signature matches CrashOutcome so callers can pick
+// by exit code.
+func UnfinishedOutcome(phaseID string, _ int, detail string) Outcome {
+	detail = strings.TrimSpace(detail)
+	if detail == "" {
+		detail = "no detail"
+	}
+	msg := "Conductor stopped without finishing the plan: " + detail
+	return outcome(PlanBlocked, ErrConductorExit, phaseID, msg, msg)
+}
+
 // BudgetOutcome is a plan that spent its budget: "Budget exceeded ($X spent
 // of $Y)", or "($X spent)" when the budget is unknown.
 func BudgetOutcome(spentUSD float64, budgetUSD *float64) Outcome {

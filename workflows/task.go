@@ -419,15 +419,32 @@ func (r *taskRun) exitOutcome(res activities.TailResult) mapping.Outcome {
 		}
 	}
 	how, code := exitHow(res.ExitCode)
+	// Exit 0 is a conductor that believed it was done: not a crash.
+	ended := mapping.CrashOutcome
+	if res.ExitCode == 0 {
+		ended = mapping.UnfinishedOutcome
+	}
 	if res.State != nil {
 		o := mapping.OutcomeFromState(*res.State, r.st.Brief, r.st.Plan.Summary.BudgetUSD)
 		if o.ErrorType != mapping.ErrConductorExit {
 			return o
 		}
-		return mapping.CrashOutcome("", code, fmt.Sprintf(
+		return ended("", code, fmt.Sprintf(
 			"conductor %s %s, leaving the plan %s%s", how, where, res.State.PlanStatus, tailNote(res.LogTail)))
 	}
-	return mapping.CrashOutcome("", code, fmt.Sprintf(
+	// Without state.json the event log still tells the story when the last
+	// failure used up the phase's attempts: that is the seed's "failed after
+	// N attempts", whatever happened to the file afterwards.
+	if f := r.st.Brief.LastFailure; f != nil && res.ExitCode == 0 &&
+		r.st.Brief.Brief.Phases[f.PhaseID].Status == mapping.PhaseFailed &&
+		f.Attempt >= r.st.Plan.Summary.MaxAttempts && r.st.Plan.Summary.MaxAttempts > 0 {
+		errType := f.ErrorType
+		if errType == "" {
+			errType = mapping.ErrCheckFailed
+		}
+		return mapping.PhaseFailedOutcome(mapping.PlanBlocked, f.PhaseID, f.Attempt, errType, f.Error)
+	}
+	return ended("", code, fmt.Sprintf(
 		"conductor %s %s and left no readable state.json (%s)%s", how, where, res.StateError, tailNote(res.LogTail)))
 }
 
