@@ -16,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/codec"
@@ -281,7 +282,7 @@ func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.
 		select {
 		case err := <-done:
 			if err != nil {
-				return fmt.Errorf("task %s: %w", taskID, err)
+				return fmt.Errorf("task %s: %s", taskID, rootCause(err))
 			}
 			fmt.Fprintf(stdout, "task %s %s (attempt %d, plan %s)", taskID, res.Outcome.TaskStatus, res.Attempt, res.PlanName)
 			if res.Outcome.LastError != "" {
@@ -303,6 +304,21 @@ func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.
 			}
 		}
 	}
+}
+
+// rootCause is the innermost application error's message: a person wants
+// "dispatch plan: skill: no plan template named ..." rather than the chain
+// of workflow and activity wrappers around it.
+func rootCause(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var appErr *temporal.ApplicationError
+		if errors.As(e, &appErr) {
+			msg = appErr.Message()
+			e = appErr
+		}
+	}
+	return msg
 }
 
 func progressLine(s workflows.Status) string {

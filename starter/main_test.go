@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 )
 
 // The dry run prints exactly the plan BuildPlan makes for the seed's
@@ -60,4 +63,11 @@ func TestUsageErrors(t *testing.T) {
 	require.Contains(t, err.Error(), `unknown command "frobnicate"`)
 	err = run(context.Background(), []string{"status"}, nil, &out)
 	require.ErrorContains(t, err, "exactly one argument")
+}
+
+func TestRootCauseIsTheInnermostApplicationError(t *testing.T) {
+	inner := temporal.NewNonRetryableApplicationError(`dispatch plan: skill: no plan template named "x"`, "InvalidDispatch", nil)
+	wrapped := fmt.Errorf("workflow execution error: %w", fmt.Errorf("activity error (type: PreparePlan): %w", inner))
+	require.Equal(t, `dispatch plan: skill: no plan template named "x"`, rootCause(wrapped))
+	require.Equal(t, "plain", rootCause(errors.New("plain")))
 }
