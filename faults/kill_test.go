@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
@@ -373,4 +375,32 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	for id := range res {
 		require.NoError(t, replay(r.history(id)), "replay %s", id)
 	}
+}
+
+// A recorded history of a real happy run replays on the current workflow
+// code, both from memory and through the SDK's JSON history format that
+// workflows/replay_test.go reads. FAULTS_WRITE_HISTORY=1 also writes it to
+// workflows/testdata/histories/happy.json, to refresh the committed one
+// after a deliberate, versioned change of the workflow.
+func TestReplayRecordedHappyPath(t *testing.T) {
+	r := newRig(t, rigOptions{})
+	const id = "REPLAY1"
+	r.workspace(id)
+	res := r.result(r.start(dispatch(t, id, "Add user authentication with JWT. "+seedCosts)))
+	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	h := r.history(id)
+	require.NoError(t, replay(h), "replay from memory")
+
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "happy.json")
+	if os.Getenv("FAULTS_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "testdata", "histories", "happy.json")
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	rep := worker.NewWorkflowReplayer()
+	workflows.Register(rep)
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
+	t.Logf("history of %d events replayed (%s)", len(h.Events), path)
 }

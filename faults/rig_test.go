@@ -674,3 +674,70 @@ func logPerEvent(t *testing.T, brief map[string]any, events []map[string]any) {
 	}
 	require.Equal(t, want, got, "brief log actions vs events.jsonl types")
 }
+
+// conductorSampler watches the process table while a test runs and keeps,
+// per task, the most conductor runs it ever saw alive at once.
+type conductorSampler struct {
+	stop, done chan struct{}
+	max        map[string]int
+	samples    int
+	err        error
+}
+
+// sampleConductors samples the live runs under the work root every 20 ms
+// until Stop.
+func (r *rig) sampleConductors() *conductorSampler {
+	s := &conductorSampler{stop: make(chan struct{}), done: make(chan struct{}), max: map[string]int{}}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			live, err := devenv.LiveRunsByTask(r.workRoot)
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.samples++
+			for task, n := range live {
+				s.max[task] = max(s.max[task], n)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and asserts that no task ever had two live
+// conductor runs; it returns the number of samples taken.
+func (s *conductorSampler) Stop(t *testing.T) int {
+	t.Helper()
+	close(s.stop)
+	<-s.done
+	require.NoError(t, s.err, "sampling the process table")
+	require.NotZero(t, s.samples)
+	for task, n := range s.max {
+		require.LessOrEqual(t, n, 1, "task %s had %d live conductors at once", task, n)
+	}
+	return s.samples
+}
+
+// atMostOneRun asserts that no second conductor process wrote a plan's
+// events.jsonl (see singleRun); a plan whose conductor never started has
+// no events, which is fine here.
+func (r *rig) atMostOneRun(taskID, plan string) {
+	r.t.Helper()
+	if _, err := os.Stat(r.eventsPath(taskID, plan)); err != nil {
+		return
+	}
+	for i, ev := range r.events(taskID, plan) {
+		require.Equal(r.t, float64(i), ev["seq"], "%s: event %d has seq %v: a second conductor process wrote here", plan, i, ev["seq"])
+		if i > 0 {
+			require.NotEqual(r.t, "plan_start", ev["type"], "%s: a second plan_start", plan)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package devenv
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -87,4 +89,69 @@ func running(pid int) bool {
 	}
 	f := strings.Fields(string(data[i+1:]))
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// LiveRunsByTask counts, per task id, the runs under a work root whose
+// process group has a running member, from one scan of /proc: cheap enough
+// to sample every few milliseconds while a test storms a task. A task with
+// two live runs had two conductors at once.
+func LiveRunsByTask(workRoot string) (map[string]int, error) {
+	paths, err := filepath.Glob(filepath.Join(workRoot, "runs", "*", "*", "handle.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		return map[string]int{}, nil
+	}
+	groups, err := liveGroups()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var h proc.Handle
+		if err := json.Unmarshal(data, &h); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		task := filepath.Base(filepath.Dir(filepath.Dir(p)))
+		if groups[h.PGID] {
+			out[task]++
+		}
+	}
+	return out, nil
+}
+
+// liveGroups is the set of process groups with a running member.
+func liveGroups() (map[int]bool, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list /proc: %w", err)
+	}
+	out := map[int]bool{}
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: state, ppid, pgrp.
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if pgrp, err := strconv.Atoi(f[2]); err == nil {
+			out[pgrp] = true
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,235 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows"
+)
+
+// assertConsistent checks that a finished task tells one story everywhere:
+// the workflow result, karvi's task status and blocker, karvi's brief, the
+// workflow's brief and the conductor's own events. It returns the plan the
+// brief belongs to.
+func (r *rig) assertConsistent(id string, res workflows.Result) string {
+	t := r.t
+	t.Helper()
+	o := res.Outcome
+	require.Contains(t, []string{"completed", "blocked"}, o.TaskStatus, "%s outcome", id)
+	require.Equal(t, o.TaskStatus, r.karviStatus(id), "%s: karvi status vs workflow result", id)
+	task, _ := r.karvi.Task(id)
+	if o.TaskStatus == "blocked" {
+		require.NotNil(t, task.Blocker, id)
+		require.Equal(t, o.BlockerReason, task.Blocker.Reason, "%s: karvi blocker vs workflow result", id)
+	}
+
+	// Every attempt ended once, the last as the outcome says.
+	require.Len(t, res.Attempts, res.Attempt, "%s: one summary per attempt", id)
+	last := res.Attempts[len(res.Attempts)-1]
+	if o.LastError == "Plan aborted by user" {
+		require.Equal(t, "aborted", last.Ended, id)
+	} else {
+		require.Equal(t, o.TaskStatus, last.Ended, id)
+	}
+	dirs, err := filepath.Glob(filepath.Join(r.workRoot, "runs", id, "*"))
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(dirs), res.Attempt, "%s: a run directory per prepared attempt at most", id)
+	for _, a := range res.Attempts {
+		if a.PlanName != "" {
+			r.atMostOneRun(id, a.PlanName)
+		}
+	}
+
+	// An abort acted on before the attempt was prepared leaves the brief of
+	// the attempt before; find the plan the brief is about.
+	plan := res.PlanName
+	for i := len(res.Attempts) - 1; plan == "" && i >= 0; i-- {
+		plan = res.Attempts[i].PlanName
+	}
+	require.NotEmpty(t, plan, "%s: no attempt was ever prepared", id)
+	brief := r.karviBrief(id)
+	require.Equal(t, brief, normalize(dropNulls(jsonValue(t, res.Brief))), "%s: karvi brief vs workflow brief", id)
+	require.Equal(t, r.reducedBrief(id, plan), brief, "%s: brief vs the conductor's events", id)
+	// The conductor's truth decides: a plan that completed is a completed
+	// task, and a completed task's plan completed.
+	completed := hasEvent(r.eventsPath(id, plan), "plan_completed", "")
+	require.Equal(t, completed, o.TaskStatus == "completed", "%s: plan_completed written %v, task %s", id, completed, o.TaskStatus)
+	if completed {
+		require.Equal(t, seedBriefFor(t, id, plan), brief, "%s: completed brief", id)
+	}
+	return plan
+}
+
+// Fault 5a: two bursts of 100 signals against a real worker while the test
+// phase runs: one a seeded mix of abort and redispatch, one all redispatch.
+// Each task must come to one consistent end, with every signal counted, and
+// the process table, sampled every 20 ms, must never show two live
+// conductors for a task.
+func TestSignalStorm(t *testing.T) {
+	seed := faultSeed(t)
+	rnd := rand.New(rand.NewPCG(seed, 0x73746f726d))
+	r := newRig(t, rigOptions{sink: "karvi"})
+	const mix, redo, burst = "STORM-MIX", "STORM-REDO", 100
+	msg := seedMessage(300, 4000, 300, "")
+	runs := map[string]client.WorkflowRun{}
+	for _, id := range []string{mix, redo} {
+		r.workspace(id)
+		runs[id] = r.start(dispatch(t, id, msg))
+	}
+	for _, id := range []string{mix, redo} {
+		r.waitPhase(id, "test")
+	}
+
+	sampler := r.sampleConductors()
+	signals := map[string][]string{}
+	for i := 0; i < burst; i++ {
+		kind := workflows.SignalRedispatch
+		if rnd.IntN(2) == 0 {
+			kind = workflows.SignalAbort
+		}
+		signals[mix] = append(signals[mix], kind)
+		signals[redo] = append(signals[redo], workflows.SignalRedispatch)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	accepted := make([]int, 2)
+	start := time.Now()
+	for i, id := range []string{mix, redo} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n, kind := range signals[id] {
+				var arg any = workflows.RedispatchSignal{Reason: fmt.Sprintf("storm %d", n)}
+				if kind == workflows.SignalAbort {
+					arg = workflows.AbortSignal{Reason: fmt.Sprintf("storm %d", n)}
+				}
+				err := r.signal(id, kind, arg)
+				var nf *serviceerror.NotFound
+				if errors.As(err, &nf) && i == 0 {
+					return // an abort of the burst ended the task: Temporal refuses the rest
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("%s signal %d (%s): %w", id, n, kind, err)
+					return
+				}
+				accepted[i]++
+			}
+		}()
+	}
+	wg.Wait()
+	burstTook := time.Since(start)
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, burst, accepted[1], "all-redispatch burst: the task stays open throughout")
+
+	res := map[string]workflows.Result{}
+	for id, run := range runs {
+		res[id] = r.result(run)
+	}
+	samples := sampler.Stop(t)
+	for i, id := range []string{mix, redo} {
+		plan := r.assertConsistent(id, res[id])
+		st, err := r.status(id)
+		require.NoError(t, err)
+		require.Equal(t, accepted[i], st.SignalsReceived, "%s: every signal Temporal accepted counted once", id)
+		t.Logf("%s: %s after %d attempts (%v), brief of %s; %d of %d signals accepted, %d folded or ignored",
+			id, res[id].Outcome.TaskStatus, res[id].Attempt, res[id].Attempts, plan, st.SignalsReceived, burst, st.SignalsIgnored)
+	}
+	// All redispatches: nothing may stop the task for good.
+	require.Equal(t, "completed", res[redo].Outcome.TaskStatus)
+	t.Logf("2 bursts of %d signals in %s; %d process-table samples, never two live conductors for a task",
+		burst, burstTook.Round(time.Millisecond), samples)
+	r.assertNoOrphans()
+}
+
+// Fault 5b: an abort races the end of the last phase, ten times with seeded
+// jitter around the moment docs finishes. Whichever wins, the task tells one
+// story (see assertConsistent); an abort that arrives after the workflow
+// closed is refused by Temporal and the task stays completed.
+func TestAbortRacingCompletion(t *testing.T) {
+	seed := faultSeed(t)
+	rnd := rand.New(rand.NewPCG(seed, 0x72616365))
+	r := newRig(t, rigOptions{sink: "karvi"})
+	const races, docs = 10, 1200
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	sampler := r.sampleConductors()
+	type race struct {
+		id     string
+		offset time.Duration
+		run    client.WorkflowRun
+		late   bool // the abort found the workflow closed
+		err    error
+	}
+	rs := make([]*race, races)
+	var wg sync.WaitGroup
+	for i := range rs {
+		// From 600 ms before docs ends (the abort then has time to stop
+		// the conductor) to 400 ms after (the workflow may already be done).
+		c := &race{id: fmt.Sprintf("RACE%d", i), offset: time.Duration(rnd.IntN(1001)-600) * time.Millisecond}
+		rs[i] = c
+		r.workspace(c.id)
+		c.run = r.start(dispatch(t, c.id, seedMessage(200, 200, docs, "")))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			events := r.eventsPath(c.id, mapping.PlanName(c.id, 1))
+			for !hasEvent(events, "phase_start", "docs") {
+				if ctx.Err() != nil {
+					c.err = fmt.Errorf("%s never reached docs: %w", c.id, ctx.Err())
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// The jitter is the fault: where the abort lands is the test's
+			// seeded choice, never what it asserts.
+			time.Sleep(docs*time.Millisecond + c.offset)
+			err := r.signal(c.id, workflows.SignalAbort, workflows.AbortSignal{Reason: "race"})
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) {
+				c.late = true
+				err = nil
+			}
+			c.err = err
+		}()
+	}
+	wg.Wait()
+	outcomes := map[string]int{}
+	for _, c := range rs {
+		require.NoError(t, c.err, c.id)
+		res := r.result(c.run)
+		r.assertConsistent(c.id, res)
+		st, err := r.status(c.id)
+		require.NoError(t, err)
+		if c.late {
+			require.Equal(t, "completed", res.Outcome.TaskStatus, "%s: the abort came after the end", c.id)
+			require.Zero(t, st.SignalsReceived, c.id)
+			outcomes["completed, abort refused (workflow closed)"]++
+			continue
+		}
+		require.Equal(t, 1, st.SignalsReceived, c.id)
+		switch {
+		case res.Outcome.TaskStatus == "completed":
+			require.Equal(t, 1, st.SignalsIgnored, "%s: the abort had nothing to stop", c.id)
+			outcomes["completed, abort ignored"]++
+		default:
+			require.Equal(t, "Plan aborted by user", res.Outcome.LastError, c.id)
+			outcomes["aborted"]++
+		}
+		t.Logf("%s: abort at docs end %+dms: %s", c.id, c.offset.Milliseconds(), res.Outcome.TaskStatus)
+	}
+	samples := sampler.Stop(t)
+	t.Logf("%d races: %v; %d process-table samples, never two live conductors for a task", races, outcomes, samples)
+	r.assertNoOrphans()
+}
