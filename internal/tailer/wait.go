@@ -45,15 +45,22 @@ type WaitOptions struct {
 // path appears. If inotify is unavailable (for example the per-user instance
 // limit is reached) it silently degrades to polling.
 //
+// Every Waiter of a process shares one inotify instance (see hub): a worker
+// tails one log per running task, and the kernel's default limit of 128
+// instances per user would otherwise turn every tail past the 128th into a
+// 250 ms poll, and make each poll pay for creating and closing an instance.
+//
 // A Waiter's Wait must not be called concurrently. Close releases the watch.
 type Waiter struct {
-	path    string
-	watcher *fsnotify.Watcher // nil: polling only
-	wake    chan struct{}     // capacity 1: a pending wake, coalesced
-	done    chan struct{}     // closed when the event loop has exited
+	path string
+	hub  *hub          // nil: polling only
+	wake chan struct{} // capacity 1: a pending wake, coalesced
+	// done is closed once the Waiter no longer receives events (Close).
+	done chan struct{}
 
 	mu      sync.Mutex
 	watched string // directory currently watched; "" = none
+	closed  bool   // set by Close: an event still in flight must not re-arm
 
 	closeOnce sync.Once
 	closeErr  error
@@ -71,14 +78,13 @@ func NewWaiter(path string) (*Waiter, error) {
 		return nil, fmt.Errorf("tailer: resolve %s: %w", path, err)
 	}
 	w := &Waiter{path: abs, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	fw, err := fsnotify.NewWatcher()
+	h, err := joinHub(w)
 	if err != nil {
 		close(w.done)
 		return w, nil
 	}
-	w.watcher = fw
+	w.hub = h
 	w.arm()
-	go w.loop()
 	return w, nil
 }
 
@@ -90,17 +96,22 @@ func (w *Waiter) Watching() string {
 	return w.watched
 }
 
-// Close stops watching. It is idempotent and waits for the event goroutine.
+// Close stops watching. It is idempotent; once it returns the Waiter gets
+// no more events, and the shared inotify instance is closed when its last
+// Waiter closes.
 func (w *Waiter) Close() error {
 	w.closeOnce.Do(func() {
-		if w.watcher == nil {
+		if w.hub == nil {
 			return
 		}
-		if err := w.watcher.Close(); err != nil {
+		w.mu.Lock()
+		w.closed = true
+		w.unwatchLocked()
+		w.mu.Unlock()
+		if err := w.hub.leave(w); err != nil {
 			w.closeErr = fmt.Errorf("tailer: close watcher for %s: %w", w.path, err)
-			return
 		}
-		<-w.done
+		close(w.done)
 	})
 	return w.closeErr
 }
@@ -109,28 +120,6 @@ func (w *Waiter) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
-	}
-}
-
-func (w *Waiter) loop() {
-	defer close(w.done)
-	events, errs := w.watcher.Events, w.watcher.Errors
-	for events != nil || errs != nil {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			w.handle(ev)
-		case _, ok := <-errs:
-			if !ok {
-				errs = nil
-				continue
-			}
-			// Typically a queue overflow: events were lost, so re-read.
-			w.signal()
-		}
 	}
 }
 
@@ -154,27 +143,167 @@ func (w *Waiter) handle(ev fsnotify.Event) {
 func (w *Waiter) arm() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
 	for range 8 {
 		dir := deepestDir(filepath.Dir(w.path))
 		if dir == w.watched {
 			return
 		}
-		if dir == "" || w.watcher.Add(dir) != nil {
+		if dir == "" || w.hub.watch(dir, w) != nil {
 			w.unwatchLocked()
 			return
 		}
 		old := w.watched
 		w.watched = dir
 		if old != "" {
-			_ = w.watcher.Remove(old) // fails harmlessly if it was deleted
+			w.hub.unwatch(old, w)
 		}
 	}
 }
 
 func (w *Waiter) unwatchLocked() {
 	if w.watched != "" {
-		_ = w.watcher.Remove(w.watched)
+		w.hub.unwatch(w.watched, w)
 		w.watched = ""
+	}
+}
+
+// hub is the process's one inotify instance, shared by every Waiter: it
+// watches each directory once, however many Waiters need it, and hands each
+// event to the Waiters watching the directory it happened in (or, for the
+// directory itself, the Waiters watching it).
+type hub struct {
+	watcher *fsnotify.Watcher
+	done    chan struct{} // closed when the event loop has exited
+
+	mu      sync.Mutex
+	members int                             // open Waiters
+	dirs    map[string]map[*Waiter]struct{} // watched directory -> its Waiters
+}
+
+var (
+	hubMu  sync.Mutex
+	shared *hub
+)
+
+// joinHub returns the shared hub, creating it (and its inotify instance)
+// for the first Waiter.
+func joinHub(w *Waiter) (*hub, error) {
+	hubMu.Lock()
+	defer hubMu.Unlock()
+	if shared == nil {
+		fw, err := fsnotify.NewWatcher()
+		if err != nil {
+			return nil, err
+		}
+		shared = &hub{watcher: fw, done: make(chan struct{}), dirs: map[string]map[*Waiter]struct{}{}}
+		go shared.loop()
+	}
+	shared.mu.Lock()
+	shared.members++
+	shared.mu.Unlock()
+	return shared, nil
+}
+
+// leave drops a Waiter; the last one closes the inotify instance and waits
+// for the event loop, so nothing outlives the Waiters.
+func (h *hub) leave(w *Waiter) error {
+	hubMu.Lock()
+	defer hubMu.Unlock()
+	h.mu.Lock()
+	h.members--
+	last := h.members == 0
+	h.mu.Unlock()
+	if !last {
+		return nil
+	}
+	shared = nil
+	err := h.watcher.Close()
+	<-h.done
+	return err
+}
+
+func (h *hub) watch(dir string, w *Waiter) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws := h.dirs[dir]
+	if ws == nil {
+		if err := h.watcher.Add(dir); err != nil {
+			return err
+		}
+		ws = map[*Waiter]struct{}{}
+		h.dirs[dir] = ws
+	}
+	ws[w] = struct{}{}
+	return nil
+}
+
+func (h *hub) unwatch(dir string, w *Waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ws := h.dirs[dir]
+	delete(ws, w)
+	if ws != nil && len(ws) == 0 {
+		delete(h.dirs, dir)
+		_ = h.watcher.Remove(dir) // fails harmlessly if it was deleted
+	}
+}
+
+// waitersFor lists the Waiters an event concerns: those watching the
+// directory it happened in, and those watching the path itself when it is a
+// watched directory (its own deletion or move).
+func (h *hub) waitersFor(name string) []*Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Waiter
+	for w := range h.dirs[filepath.Dir(name)] {
+		out = append(out, w)
+	}
+	for w := range h.dirs[name] {
+		out = append(out, w)
+	}
+	return out
+}
+
+func (h *hub) all() []*Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Waiter
+	for _, ws := range h.dirs {
+		for w := range ws {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (h *hub) loop() {
+	defer close(h.done)
+	events, errs := h.watcher.Events, h.watcher.Errors
+	for events != nil || errs != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			// Handlers run without h.mu: re-arming takes it.
+			for _, w := range h.waitersFor(filepath.Clean(ev.Name)) {
+				w.handle(ev)
+			}
+		case _, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			// Typically a queue overflow: events were lost, so every
+			// Waiter re-reads.
+			for _, w := range h.all() {
+				w.signal()
+			}
+		}
 	}
 }
 

@@ -337,3 +337,55 @@ func TestPollFallbackWithoutInotify(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Waiters share one inotify instance: many of them cost one descriptor,
+// each still wakes on its own file only, and the instance goes away with
+// the last of them.
+func TestWaitersShareOneInstance(t *testing.T) {
+	dir := t.TempDir()
+	fd0 := countFDs(t)
+	const n = 200 // more than the kernel's default 128 instances per user
+	ws := make([]*Waiter, n)
+	blocked := make([]<-chan struct{}, n)
+	for i := range ws {
+		ws[i], blocked[i] = newWaiter(t, filepath.Join(dir, "t"+string(rune('a'+i%26))+string(rune('a'+i/26)), "events.jsonl"))
+	}
+	if fd := countFDs(t); fd > fd0+1 {
+		t.Fatalf("%d waiters hold %d descriptors, want 1", n, fd-fd0)
+	}
+	// The files' directories do not exist yet: every waiter watches dir.
+	for i, w := range ws {
+		if w.Watching() != dir {
+			t.Fatalf("waiter %d watches %q, want %q", i, w.Watching(), dir)
+		}
+	}
+	target := 137
+	ch := waitAsync(context.Background(), ws[target], Cursor{}, WaitOptions{MaxWait: 2 * safety, Poll: never})
+	// The other wait ends by its MaxWait; whenever that is, it must have
+	// seen nothing of the target's file.
+	other := waitAsync(context.Background(), ws[3], Cursor{}, WaitOptions{MaxWait: 300 * time.Millisecond, Poll: never})
+	awaitBlocked(t, blocked[target])
+	if err := os.MkdirAll(filepath.Dir(ws[target].path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, ws[target].path, "mine\n")
+	r := await(t, ch)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	wantLines(t, r.b, "mine")
+	if ws[target].Watching() != filepath.Dir(ws[target].path) {
+		t.Fatalf("waiter moved to %q, want its file's directory", ws[target].Watching())
+	}
+	if r := await(t, other); r.err != nil || len(r.b.Lines) != 0 || !r.b.Missing {
+		t.Fatalf("unrelated waiter: %+v, %v", r.b, r.err)
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fd := countFDs(t); fd > fd0 {
+		t.Fatalf("descriptors %d -> %d after every waiter closed", fd0, fd)
+	}
+}
