@@ -58,5 +58,15 @@ fuzz:
 run: temporal build
 	./scripts/run-main.sh
 
+# Benchmarks (BENCHMARKS.md): a dev server, the worker, the simulator and
+# karvi fakes on 127.0.0.1; prints a report and writes results.json,
+# report.md, profiles and logs to BENCHOUT. Figures never fail the build.
+# BENCHFLAGS=-quick is a smoke run; -only picks scenarios.
+BENCHOUT   ?= .run/bench
+BENCHFLAGS ?=
+bench: temporal build
+	$(GO) build -o $(BIN)/benchrun ./bench/cmd/benchrun
+	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(BIN)/benchrun -out $(BENCHOUT) $(BENCHFLAGS)
+
 clean:
 	rm -rf $(BIN) .run

@@ -1,0 +1,275 @@
+// Command benchrun is `make bench`: it starts a Temporal dev server, runs
+// the worker binary against the conductor simulator and karvi fakes, and
+// measures event-to-PATCH latency, throughput, cost per task and worker
+// memory, side by side with a direct tail-and-PATCH loop and a 250 ms
+// polling loop fed by the same events. It prints a report and writes
+// results.json, report.md, profiles and logs under -out. It never fails on
+// a figure: it fails only when something did not work.
+//
+//	benchrun [-out DIR] [-quick] [-only latency1,latency100,...]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/bench"
+	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/mapping"
+)
+
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss"}
+
+type step struct {
+	name string
+	fn   func(context.Context) error
+}
+
+type env struct {
+	root, out    string
+	quick        bool
+	serverAddr   string
+	serverPID    int
+	serverTuned  bool
+	cl           client.Client
+	sim          string
+	worker       string
+	templates    string
+	tmpls        mapping.TemplateSet
+	seedDispatch mapping.DispatchPlan
+	log          io.Writer
+	results      *Results
+}
+
+func (e *env) logf(format string, args ...any) {
+	fmt.Fprintf(e.log, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "benchrun:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	out := flag.String("out", ".run/bench", "directory for results.json, report.md, profiles and logs")
+	quick := flag.Bool("quick", false, "fewer runs and tasks: a smoke test of the harness, not figures to quote")
+	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	flag.Parse()
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !slices.Contains(allScenarios, s) {
+			return fmt.Errorf("-only: unknown scenario %q (have %s)", s, strings.Join(allScenarios, ", "))
+		}
+		want[s] = true
+	}
+
+	root, err := devenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	e := &env{root: root, quick: *quick, log: os.Stderr}
+	e.out, err = filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(e.out, 0o755); err != nil {
+		return err
+	}
+	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo()}
+
+	if e.sim, err = devenv.Binary("eddasim"); err != nil {
+		return err
+	}
+	if e.worker, err = devenv.Binary("worker"); err != nil {
+		return err
+	}
+	e.templates = filepath.Join(root, "bench", "templates")
+	if e.tmpls, err = activities.LoadTemplates(e.templates); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "testdata", "examples", "A", "dispatch.json"))
+	if err != nil {
+		return err
+	}
+	if e.seedDispatch, err = mapping.ParseDispatchPlan(data); err != nil {
+		return err
+	}
+
+	ctx := context.Background()
+	started := time.Now()
+	if want["gobench"] {
+		if err := e.goBench(ctx); err != nil {
+			return fmt.Errorf("gobench: %w", err)
+		}
+	}
+	// Each group runs against its own dev server, so one group's closed
+	// workflows and history do not weigh on the next.
+	groups := []struct {
+		tuned bool
+		steps []step
+	}{
+		{false, []step{{"latency1", e.latency1}, {"latency100", e.latency100}}},
+		{true, []step{{"tuned", e.tunedLatency}}},
+		{false, []step{{"cost", e.cost}, {"throughput", e.throughput}, {"tasks", e.tasksPerMinute}}},
+		{false, []step{{"rss", e.rss}}},
+	}
+	for _, g := range groups {
+		var steps []step
+		for _, s := range g.steps {
+			if want[s.name] {
+				steps = append(steps, s)
+			}
+		}
+		if len(steps) == 0 {
+			continue
+		}
+		stop, err := e.startServer(ctx, g.tuned)
+		if err != nil {
+			return err
+		}
+		for _, s := range steps {
+			t0 := time.Now()
+			e.logf("== %s (load average %s)", s.name, loadAvg())
+			if err := s.fn(ctx); err != nil {
+				stop()
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			e.logf("== %s done in %s", s.name, time.Since(t0).Round(time.Second))
+		}
+		stop()
+	}
+	e.results.LoadAtEnd = loadAvg()
+	e.results.Seconds = time.Since(started).Seconds()
+
+	data, err = json.MarshalIndent(e.results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(e.out, "results.json"), data, 0o644); err != nil {
+		return err
+	}
+	report := e.results.Markdown()
+	if err := os.WriteFile(filepath.Join(e.out, "report.md"), []byte(report), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(report)
+	fmt.Printf("\nresults: %s\n", filepath.Join(e.out, "results.json"))
+	return nil
+}
+
+// MachineInfo is what the figures were measured on.
+type MachineInfo struct {
+	CPU       string `json:"cpu"`
+	Cores     int    `json:"cores"`
+	MemoryMB  int64  `json:"memoryMB"`
+	Kernel    string `json:"kernel"`
+	Go        string `json:"go"`
+	LoadAvg   string `json:"loadAvgAtStart"`
+	InotifyMx string `json:"inotifyMaxUserInstances"`
+}
+
+func machineInfo() MachineInfo {
+	m := MachineInfo{Cores: runtime.NumCPU(), Go: runtime.Version()}
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+				f := strings.Fields(rest)
+				if len(f) > 0 {
+					kb, _ := strconv.ParseInt(f[0], 10, 64)
+					m.MemoryMB = kb >> 10
+				}
+			}
+		}
+	}
+	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(data))
+	}
+	m.LoadAvg = loadAvg()
+	if data, err := os.ReadFile("/proc/sys/fs/inotify/max_user_instances"); err == nil {
+		m.InotifyMx = strings.TrimSpace(string(data))
+	}
+	return m
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// goBench runs the parse+reduce Go benchmark on one core and keeps the
+// median events/s of each sub-benchmark.
+func (e *env) goBench(ctx context.Context) error {
+	count := "5"
+	if e.quick {
+		count = "1"
+	}
+	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkParseReduce$", "-cpu", "1", "-count", count, "./mapping/"}
+	e.logf("go %s", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = e.root
+	out, err := cmd.CombinedOutput()
+	if err := os.WriteFile(filepath.Join(e.out, "gobench.txt"), out, 0o644); err != nil {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("go test -bench: %w\n%s", err, out)
+	}
+	per := map[string][]float64{}
+	var order []string
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkParseReduce/") {
+			continue
+		}
+		name := strings.TrimPrefix(f[0], "BenchmarkParseReduce/")
+		for i := 1; i+1 < len(f); i++ {
+			if f[i+1] == "events/s" {
+				v, err := strconv.ParseFloat(f[i], 64)
+				if err == nil {
+					if _, seen := per[name]; !seen {
+						order = append(order, name)
+					}
+					per[name] = append(per[name], v)
+				}
+			}
+		}
+	}
+	for _, name := range order {
+		e.results.GoBench = append(e.results.GoBench, GoBenchResult{Name: name, EventsPerSec: bench.Median(per[name]), Runs: per[name]})
+	}
+	if len(order) == 0 {
+		return fmt.Errorf("no BenchmarkParseReduce results in:\n%s", out)
+	}
+	return nil
+}

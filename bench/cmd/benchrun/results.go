@@ -1,0 +1,219 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"karvi-edda-temporal/bench"
+)
+
+// Results is everything one benchrun measured; results.json holds it.
+type Results struct {
+	Started    string             `json:"started"`
+	Seconds    float64            `json:"seconds"`
+	LoadAtEnd  string             `json:"loadAvgAtEnd"`
+	Quick      bool               `json:"quick"`
+	Machine    MachineInfo        `json:"machine"`
+	GoBench    []GoBenchResult    `json:"goBench"`
+	Latency    []LatencyResult    `json:"latency"`
+	Cost       []CostResult       `json:"cost"`
+	Throughput []ThroughputResult `json:"throughput"`
+	Tasks      []TasksResult      `json:"tasks"`
+	RSS        []RSSResult        `json:"rss"`
+}
+
+// GoBenchResult is one BenchmarkParseReduce sub-benchmark.
+type GoBenchResult struct {
+	Name         string    `json:"name"`
+	EventsPerSec float64   `json:"eventsPerSecMedian"`
+	Runs         []float64 `json:"runs"`
+}
+
+// LatencyStats is one contender's event-to-PATCH latency.
+type LatencyStats struct {
+	Median bench.Summary   `json:"medianOfRuns"`
+	Pooled bench.Summary   `json:"pooled"`
+	PerRun []bench.Summary `json:"perRun"`
+	// Missing: events that never reached this contender's karvi.
+	Missing   int `json:"missing"`
+	Unmatched int `json:"unmatched"`
+}
+
+// LatencyResult is one latency scenario.
+type LatencyResult struct {
+	Name        string                      `json:"name"`
+	Server      string                      `json:"server"`
+	Tasks       int                         `json:"tasks"`
+	Runs        int                         `json:"runs"`
+	Plan        string                      `json:"plan"`
+	ByContender map[contender]*LatencyStats `json:"byContender"`
+	// Ratios of this project's latency to the loops', medians over runs.
+	P50RatioDirect float64           `json:"p50RatioDirect"`
+	P99RatioDirect float64           `json:"p99RatioDirect"`
+	P50RatioPoll   float64           `json:"p50RatioPoll"`
+	CPU            CPUUse            `json:"cpu"`
+	History        bench.HistoryCost `json:"historyPerTask"`
+	// Stages splits this project's latency (up to 10 tasks per run).
+	Stages bench.Stages `json:"stages"`
+}
+
+// CostResult is the history one kind of task leaves.
+type CostResult struct {
+	Name            string              `json:"name"`
+	Plan            string              `json:"plan"`
+	ConductorEvents int                 `json:"conductorEvents"`
+	Median          bench.HistoryCost   `json:"median"`
+	Runs            []bench.HistoryCost `json:"runs"`
+}
+
+// ThroughputResult is one offered load.
+type ThroughputResult struct {
+	Level           string            `json:"level"`
+	Tasks           int               `json:"tasks"`
+	EventsPerTask   int               `json:"eventsPerTask"`
+	OfferedPerSec   int               `json:"offeredPerSec"`
+	Events          int               `json:"events"`
+	Missing         int               `json:"missing"`
+	Seconds         float64           `json:"seconds"`
+	DeliveredPerSec float64           `json:"deliveredPerSec"`
+	Latency         bench.Summary     `json:"latency"`
+	CPU             CPUUse            `json:"cpu"`
+	HistoryPerTask  bench.HistoryCost `json:"historyPerTask"`
+	Profile         string            `json:"profileTop,omitempty"`
+}
+
+// TasksRun is one round of short tasks.
+type TasksRun struct {
+	Seconds      float64       `json:"seconds"`
+	PerMinute    float64       `json:"perMinute"`
+	TaskDuration bench.Summary `json:"taskDuration"`
+}
+
+// TasksResult is tasks per minute end to end.
+type TasksResult struct {
+	Tasks     int        `json:"tasks"`
+	Plan      string     `json:"plan"`
+	PerMinute float64    `json:"perMinuteMedian"`
+	PerRun    []TasksRun `json:"perRun"`
+	CPU       CPUUse     `json:"cpu"`
+}
+
+// RSSResult is the worker's memory with n running tasks.
+type RSSResult struct {
+	Running    int     `json:"running"`
+	RSSMB      float64 `json:"rssMBMedian"`
+	MaxMB      float64 `json:"rssMBMax"`
+	IdleCPU    CPUUse  `json:"idleCpu"`
+	Goroutines int     `json:"goroutines"`
+}
+
+// Markdown renders the report printed at the end and saved as report.md.
+func (r *Results) Markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	m := r.Machine
+	p("# benchrun report (%s%s)", r.Started, map[bool]string{true: ", QUICK: smoke test only", false: ""}[r.Quick])
+	p("")
+	p("Machine: %s, %d cores, %d MB, kernel %s, %s, load average at start %s and at end %s, inotify max_user_instances %s. Took %.0fs.",
+		m.CPU, m.Cores, m.MemoryMB, m.Kernel, m.Go, m.LoadAvg, r.LoadAtEnd, m.InotifyMx, r.Seconds)
+	if len(r.GoBench) > 0 {
+		p("")
+		p("## Parse + reduce, one core (go test -bench ParseReduce -cpu 1)")
+		p("")
+		p("| case | events/s (median) | runs |")
+		p("|---|---:|---|")
+		for _, g := range r.GoBench {
+			var runs []string
+			for _, v := range g.Runs {
+				runs = append(runs, fmt.Sprintf("%.0f", v))
+			}
+			p("| %s | %.0f | %s |", g.Name, g.EventsPerSec, strings.Join(runs, ", "))
+		}
+	}
+	for _, l := range r.Latency {
+		p("")
+		p("## Event-to-PATCH latency: %s (%d task(s) at once, %d runs, %s dev server)", l.Name, l.Tasks, l.Runs, l.Server)
+		p("")
+		p("Plan: %s. Milliseconds; median over runs of each run's percentile (pooled over all runs in brackets).", l.Plan)
+		p("")
+		p("| contender | events/run | p50 | p95 | p99 | max | missing |")
+		p("|---|---:|---:|---:|---:|---:|---:|")
+		for _, c := range []contender{directC, pollC, temporalC} {
+			s := l.ByContender[c]
+			if s == nil {
+				continue
+			}
+			p("| %s | %d | %.1f (%.1f) | %.1f (%.1f) | %.1f (%.1f) | %.1f (%.1f) | %d |", c, s.Median.N,
+				s.Median.P50, s.Pooled.P50, s.Median.P95, s.Pooled.P95, s.Median.P99, s.Pooled.P99, s.Median.Max, s.Pooled.Max, s.Missing)
+		}
+		p("")
+		p("Ratios (medians over runs): temporal/direct p50 %.2fx, p99 %.2fx; temporal/poll p50 %.2fx.",
+			l.P50RatioDirect, l.P99RatioDirect, l.P50RatioPoll)
+		p("CPU (cores, median over runs): worker %.2f, server %.2f, harness+fakes+loops %.2f. History per task: %d events, %d bytes.",
+			l.CPU.Worker, l.CPU.Server, l.CPU.Bench, l.History.Events, l.History.Bytes)
+		st := l.Stages
+		p("")
+		p("Where this project's latency goes (%d events; %d written while no poll was running), ms p50 / p99:", st.Events, st.BetweenPolls)
+		p("write -> tail activity completed %.1f / %.1f; -> workflow task started %.1f / %.1f; -> PATCH received %.1f / %.1f.",
+			st.Tail.P50, st.Tail.P99, st.Dispatch.P50, st.Dispatch.P99, st.Patch.P50, st.Patch.P99)
+	}
+	if len(r.Cost) > 0 {
+		p("")
+		p("## Cost per task: Temporal history (medians; summed over continue-as-new runs)")
+		p("")
+		p("| plan | conductor events | history events | history bytes | runs | largest run (events / bytes) |")
+		p("|---|---:|---:|---:|---:|---|")
+		for _, c := range r.Cost {
+			p("| %s | %d | %d | %d | %d | %d / %d |", c.Name, c.ConductorEvents, c.Median.Events, c.Median.Bytes,
+				c.Median.Runs, c.Median.MaxRunEvents, c.Median.MaxRunBytes)
+		}
+	}
+	if len(r.Throughput) > 0 {
+		p("")
+		p("## Throughput: one worker, each task's events spread over a 10 s phase")
+		p("")
+		p("| level | tasks x events | offered ev/s | delivered ev/s | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | harness cores | history/task |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, t := range r.Throughput {
+			p("| %s | %d x %d | %d | %.0f | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %d |", t.Level, t.Tasks, t.EventsPerTask, t.OfferedPerSec,
+				t.DeliveredPerSec, t.Events, t.Missing, t.Latency.P50, t.Latency.P99, t.Latency.Max,
+				t.CPU.Worker, t.CPU.Server, t.CPU.Bench, t.HistoryPerTask.Events)
+		}
+		for _, t := range r.Throughput {
+			if t.Profile != "" {
+				p("")
+				p("Worker CPU profile, %s %d x %d (throughput-%s-%d-worker.pprof):", t.Level, t.Tasks, t.EventsPerTask, t.Level, t.OfferedPerSec)
+				p("")
+				p("```")
+				lines := strings.Split(strings.TrimSpace(t.Profile), "\n")
+				// Skip pprof's header lines; keep the top 20 functions.
+				for len(lines) > 0 && !strings.Contains(lines[0], "flat%") {
+					lines = lines[1:]
+				}
+				p("%s", strings.Join(lines[:min(len(lines), 21)], "\n"))
+				p("```")
+			}
+		}
+	}
+	for _, t := range r.Tasks {
+		p("")
+		p("## Tasks per minute: %d short tasks at once (%s)", t.Tasks, t.Plan)
+		p("")
+		for i, run := range t.PerRun {
+			p("- run %d: %.1fs, %.0f tasks/min, task duration p50 %.0f ms, p99 %.0f ms", i+1, run.Seconds, run.PerMinute,
+				run.TaskDuration.P50, run.TaskDuration.P99)
+		}
+		p("- median: **%.0f tasks/min**; cores: worker %.2f, server %.2f, harness %.2f", t.PerMinute, t.CPU.Worker, t.CPU.Server, t.CPU.Bench)
+	}
+	if len(r.RSS) > 0 {
+		p("")
+		p("## Worker memory with running tasks (long-running plans: the agent hangs)")
+		p("")
+		p("| running tasks | VmRSS MB (median) | max | goroutines | idle worker cores | idle server cores |")
+		p("|---:|---:|---:|---:|---:|---:|")
+		for _, s := range r.RSS {
+			p("| %d | %.1f | %.1f | %d | %.2f | %.2f |", s.Running, s.RSSMB, s.MaxMB, s.Goroutines, s.IdleCPU.Worker, s.IdleCPU.Server)
+		}
+	}
+	return b.String()
+}
