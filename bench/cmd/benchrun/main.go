@@ -52,6 +52,7 @@ type env struct {
 	tmpls        mapping.TemplateSet
 	seedDispatch mapping.DispatchPlan
 	log          io.Writer
+	workerArgs   []string
 	results      *Results
 }
 
@@ -70,6 +71,7 @@ func run() error {
 	out := flag.String("out", ".run/bench", "directory for results.json, report.md, profiles and logs")
 	quick := flag.Bool("quick", false, "fewer runs and tasks: a smoke test of the harness, not figures to quote")
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	workerArgs := flag.String("worker-args", "", "extra flags for every worker, space-separated (to compare settings, e.g. -tail-linger 1ms)")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -87,7 +89,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	e := &env{root: root, quick: *quick, log: os.Stderr}
+	e := &env{root: root, quick: *quick, log: os.Stderr, workerArgs: strings.Fields(*workerArgs)}
 	e.out, err = filepath.Abs(*out)
 	if err != nil {
 		return err
@@ -95,7 +97,8 @@ func run() error {
 	if err := os.MkdirAll(e.out, 0o755); err != nil {
 		return err
 	}
-	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo()}
+	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo(),
+		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs}
 
 	if e.sim, err = devenv.Binary("eddasim"); err != nil {
 		return err

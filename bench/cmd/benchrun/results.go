@@ -13,6 +13,8 @@ type Results struct {
 	Seconds    float64            `json:"seconds"`
 	LoadAtEnd  string             `json:"loadAvgAtEnd"`
 	Quick      bool               `json:"quick"`
+	Command    string             `json:"command"`
+	WorkerArgs string             `json:"workerArgs,omitempty"`
 	Machine    MachineInfo        `json:"machine"`
 	GoBench    []GoBenchResult    `json:"goBench"`
 	Latency    []LatencyResult    `json:"latency"`
@@ -113,6 +115,8 @@ func (r *Results) Markdown() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	m := r.Machine
 	p("# benchrun report (%s%s)", r.Started, map[bool]string{true: ", QUICK: smoke test only", false: ""}[r.Quick])
+	p("")
+	p("Command: `%s`%s.", r.Command, map[bool]string{true: "; extra worker flags: " + r.WorkerArgs, false: ""}[r.WorkerArgs != ""])
 	p("")
 	p("Machine: %s, %d cores, %d MB, kernel %s, %s, load average at start %s and at end %s, inotify max_user_instances %s. Took %.0fs.",
 		m.CPU, m.Cores, m.MemoryMB, m.Kernel, m.Go, m.LoadAvg, r.LoadAtEnd, m.InotifyMx, r.Seconds)

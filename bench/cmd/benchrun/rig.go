@@ -82,7 +82,7 @@ func (e *env) newRig(name string, workerArgs ...string) (*rig, error) {
 		return nil, err
 	}
 	r.pprof = fmt.Sprintf("127.0.0.1:%d", port)
-	args := append([]string{"-pprof-addr", r.pprof}, workerArgs...)
+	args := append(append([]string{"-pprof-addr", r.pprof}, e.workerArgs...), workerArgs...)
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
 		Addr: e.serverAddr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
 		Sink: "karvi", KarviURL: r.fakes[temporalC].URL(), Templates: e.templates,
