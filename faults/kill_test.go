@@ -390,6 +390,11 @@ func TestReplayRecordedHappyPath(t *testing.T) {
 	r.workspace(id)
 	res := r.result(r.start(dispatch(t, id, "Add user authentication with JWT. "+seedCosts)))
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	var got []any
+	for _, b := range r.filePatches(id) {
+		got = append(got, normalize(b))
+	}
+	require.Equal(t, seedPatches(t, id, res.PlanName), got, "the recorded run is the seed's")
 	h := r.history(id)
 	require.NoError(t, replay(h), "replay from memory")
 

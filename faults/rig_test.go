@@ -222,18 +222,6 @@ func (r *rig) killWorker() error {
 	return w.Kill()
 }
 
-// stopWorker stops the current worker gracefully (SIGTERM).
-func (r *rig) stopWorker() error {
-	r.mu.Lock()
-	w := r.worker
-	r.worker = nil
-	r.mu.Unlock()
-	if w == nil {
-		return nil
-	}
-	return w.Stop()
-}
-
 func (r *rig) dumpLogs() {
 	logs, _ := filepath.Glob(filepath.Join(r.dir, "worker-*.log"))
 	more, _ := filepath.Glob(filepath.Join(r.workRoot, "runs", "*", "*", "*.log"))
