@@ -15,8 +15,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -495,8 +497,9 @@ func seedBriefFor(t *testing.T, taskID, planName string) map[string]any {
 }
 
 // reducedBrief is the brief the seed's reducer makes of a plan's
-// events.jsonl, as written on disk, normalized without nulls: what the sink
-// must hold when no event was lost or applied twice on the way.
+// events.jsonl, as written on disk (none when the conductor never started),
+// normalized without nulls: what the sink must hold when no event was lost
+// or applied twice on the way.
 func (r *rig) reducedBrief(taskID, plan string) map[string]any {
 	r.t.Helper()
 	data, err := os.ReadFile(filepath.Join(r.workRoot, "runs", taskID, plan, "plan.yaml"))
@@ -505,6 +508,9 @@ func (r *rig) reducedBrief(taskID, plan string) map[string]any {
 	require.NoError(r.t, err)
 	st := mapping.NewBriefState(taskID, p.Summary())
 	raw, err := os.ReadFile(r.eventsPath(taskID, plan))
+	if errors.Is(err, fs.ErrNotExist) {
+		raw, err = nil, nil // the conductor never started: the skeleton only
+	}
 	require.NoError(r.t, err)
 	off := int64(0)
 	for line := range bytes.SplitSeq(raw, []byte{'\n'}) {
