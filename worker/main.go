@@ -171,7 +171,9 @@ func newSink(c config) (sink.Sink, error) {
 	if c.sinkKind == "file" {
 		return sink.NewFile(c.sinkDir)
 	}
-	kc, err := karvi.New(c.karviURL, os.Getenv("KARVI_API_TOKEN"))
+	// Below the status activity's 15 s limit, so a hung karvi is an HTTP
+	// timeout (retried) rather than an activity timeout.
+	kc, err := karvi.New(c.karviURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("karvi sink: %w", err)
 	}

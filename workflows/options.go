@@ -12,11 +12,15 @@ import (
 // Every timeout and retry policy of the task workflow lives here, so that the
 // failure behaviour can be read in one place.
 
+// The short activities (plan, start, status) have no heartbeat, so their
+// start-to-close limit is also how long a task waits after a worker dies
+// in one of them: keep it just above what they need.
+
 // prepareOptions: writing plan.yaml is quick and local; a bad dispatch or
 // template is final.
 func prepareOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -30,7 +34,7 @@ func prepareOptions(ctx workflow.Context) workflow.Context {
 // retrying after a worker crash is safe. A missing conductor binary is final.
 func startOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
@@ -84,7 +88,7 @@ const patchRetryFor = 30 * 24 * time.Hour
 // regular activity retried until it succeeds or the sink refuses it for good.
 func statusOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
