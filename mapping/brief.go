@@ -251,7 +251,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhaseStart && known:
 		phase.Status = PhaseRunning
-		fields := obj{{"status", PhaseRunning}}
+		fields := append(make(obj, 0, 6), kv{"status", PhaseRunning})
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
 			fields = append(fields, kv{"attempts", ev.Attempt})
@@ -262,7 +262,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		}
 		s.Brief.Phases[ev.PhaseID] = phase
 		s.Brief.CurrentPhase = ev.PhaseID
-		body = obj{{"phases", obj{{ev.PhaseID, fields}}}, {"currentPhase", ev.PhaseID}}
+		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"currentPhase", ev.PhaseID})
 		detail := ev.PhaseID
 		if ev.Attempt > 1 {
 			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
@@ -271,7 +271,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhasePassed && known:
 		phase.Status = PhasePassed
-		fields := obj{{"status", PhasePassed}}
+		fields := append(make(obj, 0, 6), kv{"status", PhasePassed})
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
 			fields = append(fields, kv{"attempts", ev.Attempt})
@@ -292,7 +292,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
 			s.LastFailure = nil
 		}
-		body = obj{{"phases", obj{{ev.PhaseID, fields}}}, {"completedPhases", s.completed()}}
+		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"completedPhases", s.completed()})
 		if ev.CostUSD != nil {
 			s.Brief.Cost.ByPhase[ev.PhaseID] = *ev.CostUSD
 			body = append(body, kv{"cost", obj{{"by_phase", obj{{ev.PhaseID, *ev.CostUSD}}}}})
@@ -305,7 +305,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhaseFailed && known:
 		phase.Status = PhaseFailed
-		fields := obj{{"status", PhaseFailed}}
+		fields := append(make(obj, 0, 6), kv{"status", PhaseFailed})
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
 			fields = append(fields, kv{"attempts", ev.Attempt})
@@ -317,7 +317,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		}
 		s.Brief.Phases[ev.PhaseID] = phase
 		s.LastFailure = &Failure{PhaseID: ev.PhaseID, Attempt: ev.Attempt, Error: ev.Error, ErrorType: errorTypeOf(ev)}
-		body = obj{{"phases", obj{{ev.PhaseID, fields}}}}
+		body = append(make(obj, 0, 2), kv{"phases", obj{{ev.PhaseID, fields}}})
 		detail := ev.PhaseID
 		if ev.Attempt > 0 {
 			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
@@ -329,7 +329,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhaseSkipped && known:
 		phase.Status = PhaseSkipped
-		fields := obj{{"status", PhaseSkipped}}
+		fields := append(make(obj, 0, 6), kv{"status", PhaseSkipped})
 		if ev.Reason != "" {
 			phase.Reason = ev.Reason
 			fields = append(fields, kv{"reason", ev.Reason})
@@ -338,7 +338,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
 			s.LastFailure = nil
 		}
-		body = obj{{"phases", obj{{ev.PhaseID, fields}}}, {"completedPhases", s.completed()}}
+		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"completedPhases", s.completed()})
 		detail := ev.PhaseID
 		if ev.Reason != "" {
 			detail += ": " + ev.Reason
@@ -356,7 +356,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 			total = roundCents(total)
 		}
 		s.Brief.Cost.TotalUSD = &total
-		body = obj{{"cost", obj{{"total_usd", total}}}}
+		body = append(make(obj, 0, 2), kv{"cost", obj{{"total_usd", total}}})
 		s.appendLog(ev, fmt.Sprintf("%s passed, $%.2f", plural(ev.PhasesPassed, "phase"), total))
 
 	default:
@@ -409,7 +409,8 @@ func (s *BriefState) appendLog(ev Event, detail string) {
 	}
 	e := LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail}
 	log := append(s.Brief.Log, e)
-	cache := append(s.logJSON, encodedEntry{e: e, b: e.appendTo(nil)})
+	enc := e.appendTo(make([]byte, 0, 48+len(e.Time)+len(e.Agent)+len(e.Action)+len(e.Detail)))
+	cache := append(s.logJSON, encodedEntry{e: e, b: enc})
 	if drop := len(log) - limit; drop > 0 {
 		// Reslicing keeps appends amortized O(1) once the log is full; the
 		// dropped entries are released when the next append reallocates,

@@ -123,6 +123,14 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// htmlSafe marks the ASCII bytes json.Marshal writes as they are.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
 // appendString quotes s as json.Marshal does: <, > and & escaped for HTML,
 // control characters as \uXXXX (or their short forms), invalid UTF-8 as
 // \ufffd, and U+2028/U+2029 escaped for JavaScript.
@@ -131,7 +139,7 @@ func appendString(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if htmlSafe[b] {
 				i++
 				continue
 			}

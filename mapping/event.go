@@ -306,6 +306,11 @@ func (p *fieldParser) number(key string) (float64, string, bool) {
 }
 
 func (p *fieldParser) int64(key string) int64 {
+	if v, ok := p.get(key); ok {
+		if n, ok := smallInt(v); ok {
+			return n
+		}
+	}
 	f, text, ok := p.number(key)
 	if !ok {
 		return 0
@@ -319,6 +324,30 @@ func (p *fieldParser) int64(key string) int64 {
 		return 0
 	}
 	return int64(f)
+}
+
+// smallInt reads an integer literal of at most 18 digits (every count and
+// duration an event holds) without the float round trip; anything else is
+// left to number.
+func smallInt(v []byte) (int64, bool) {
+	d := v
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if v[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 func (p *fieldParser) int(key string) int {

@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -49,5 +50,22 @@ func FuzzParseEventFastMatchesGeneral(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkParseMatchesMap(t, line)
+	})
+}
+
+// smallInt must read exactly what the general number path reads.
+func FuzzSmallInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "7", "-12", "119000", "999999999999999999", "1000000000000000000", "1.0", "1e3", "", "-", "x"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, ok := smallInt(b)
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil || want != n {
+			t.Fatalf("smallInt(%q) = %d, ParseInt = %d, %v", b, n, want, err)
+		}
 	})
 }
