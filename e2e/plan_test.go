@@ -19,7 +19,9 @@ import (
 func TestGeneratedPlansPassTheConductorsParser(t *testing.T) {
 	sim, err := devenv.Binary("eddasim")
 	require.NoError(t, err)
-	templates, err := activities.LoadTemplates(filepath.Join("..", "testdata", "templates"))
+	dirT, err := devenv.TemplatesDir()
+	require.NoError(t, err)
+	templates, err := activities.LoadTemplates(dirT)
 	require.NoError(t, err)
 
 	messages := []string{

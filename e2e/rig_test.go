@@ -2,11 +2,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -107,12 +105,14 @@ func (r *rig) startWorker() {
 	r.t.Helper()
 	sim, err := devenv.Binary("eddasim")
 	require.NoError(r.t, err)
+	templates, err := devenv.TemplatesDir()
+	require.NoError(r.t, err)
 	r.workers++
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
 		Addr: server.Addr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: sim,
 		Sink: r.opts.sink, SinkDir: r.sinkDir, KarviURL: r.opts.karviURL, Env: r.env,
 		LogPath:   filepath.Join(r.dir, fmt.Sprintf("worker-%d.log", r.workers)),
-		Templates: "testdata/templates",
+		Templates: templates,
 	})
 	require.NoError(r.t, err)
 	r.worker = w
@@ -130,37 +130,21 @@ func (r *rig) dumpLogs() {
 	}
 }
 
-// workspace makes the task's working directory a git repository with a
-// README that mentions auth, so the default template's real checks
-// (git_clean, cargo test via the stub, file_contains README.md "auth") can pass.
+// workspace makes the task's working directory a git repository the
+// seed template's real checks pass in (devenv.GitWorkspace).
 func (r *rig) workspace(taskID string) string {
 	r.t.Helper()
 	dir := filepath.Join(r.workRoot, "tasks", taskID)
-	require.NoError(r.t, os.MkdirAll(dir, 0o755))
-	require.NoError(r.t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# demo\n\nJWT auth middleware.\n"), 0o644))
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "README.md"},
-		{"-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(r.t, err, "git %v: %s", args, out)
-	}
+	require.NoError(r.t, devenv.GitWorkspace(dir))
 	return dir
 }
 
+// dispatch is seed example A's DispatchPlan for taskID with message, on the
+// "sequential" template (the seed's phase order).
 func dispatch(t *testing.T, taskID, message string) mapping.DispatchPlan {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "A", "dispatch.json"))
+	d, err := devenv.SeedDispatch(taskID, message)
 	require.NoError(t, err)
-	d, err := mapping.ParseDispatchPlan(data)
-	require.NoError(t, err)
-	d.TaskID = taskID
-	d.Message = message
-	// Phases in the seed's order (see testdata/templates/sequential.yaml).
-	d.Skill = "sequential"
 	return d
 }
 
@@ -222,43 +206,12 @@ func (r *rig) waitPhase(taskID, phase string) workflows.Status {
 	})
 }
 
-// normalizeBrief drops what depends on the clock (times, durations and the
-// durations inside log details), so a live run compares with the seed.
+// normalizeBrief decodes a brief without what depends on the clock.
 func normalizeBrief(t *testing.T, data []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(data, &m))
-	return normalize(m).(map[string]any)
+	m, err := devenv.NormalizeBrief(data)
+	require.NoError(t, err)
+	return m
 }
 
-var secondsInDetail = regexp.MustCompile(`\(\d+s, `)
-
-func normalize(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, val := range x {
-			switch k {
-			case "startedAt", "completedAt", "duration_ms", "time", "updatedAt", "ts":
-				continue
-			case "detail":
-				if s, ok := val.(string); ok {
-					val = secondsInDetail.ReplaceAllString(s, "(Ns, ")
-				}
-			}
-			out[k] = normalize(val)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalize(e)
-		}
-		return out
-	case float64:
-		// Sums of costs may differ in the last bit.
-		return float64(int64(x*1e6+0.5)) / 1e6
-	default:
-		return v
-	}
-}
+func normalize(v any) any { return devenv.Normalize(v) }

@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,21 +19,8 @@ import (
 
 func readJSONL(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	out, err := devenv.ReadJSONL(path)
 	require.NoError(t, err)
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
-		out = append(out, m)
-	}
-	require.NoError(t, sc.Err())
 	return out
 }
 

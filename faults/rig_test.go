@@ -11,7 +11,6 @@ package faults
 // all that.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -195,7 +193,7 @@ func (r *rig) startWorker() *devenv.Worker {
 	r.t.Helper()
 	sim, err := devenv.Binary("eddasim")
 	require.NoError(r.t, err)
-	templates, err := filepath.Abs(filepath.Join("..", "e2e", "testdata", "templates"))
+	templates, err := devenv.TemplatesDir()
 	require.NoError(r.t, err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -236,24 +234,12 @@ func (r *rig) dumpLogs() {
 	}
 }
 
-// workspace makes the task's working directory a git repository with a
-// README that mentions auth, so the template's real checks (git_clean,
-// cargo test via the stub, file_contains README.md "auth") can pass.
+// workspace makes the task's working directory a git repository the
+// seed template's real checks pass in (devenv.GitWorkspace).
 func (r *rig) workspace(taskID string) string {
 	r.t.Helper()
 	dir := filepath.Join(r.workRoot, "tasks", taskID)
-	require.NoError(r.t, os.MkdirAll(dir, 0o755))
-	require.NoError(r.t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# demo\n\nJWT auth middleware.\n"), 0o644))
-	for _, args := range [][]string{
-		{"init", "-q"},
-		{"add", "README.md"},
-		{"-c", "user.name=faults", "-c", "user.email=faults@localhost", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		require.NoError(r.t, err, "git %v: %s", args, out)
-	}
+	require.NoError(r.t, devenv.GitWorkspace(dir))
 	return dir
 }
 
@@ -261,13 +247,8 @@ func (r *rig) workspace(taskID string) string {
 // "sequential" template (implement, test, docs in the seed's order).
 func dispatch(t *testing.T, taskID, message string) mapping.DispatchPlan {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "examples", "A", "dispatch.json"))
+	d, err := devenv.SeedDispatch(taskID, message)
 	require.NoError(t, err)
-	d, err := mapping.ParseDispatchPlan(data)
-	require.NoError(t, err)
-	d.TaskID = taskID
-	d.Message = message
-	d.Skill = "sequential"
 	return d
 }
 
@@ -544,64 +525,20 @@ func mustJSON(t *testing.T, v any) []byte {
 
 func readJSONL(t *testing.T, path string) []map[string]any {
 	t.Helper()
-	f, err := os.Open(path)
+	out, err := devenv.ReadJSONL(path)
 	require.NoError(t, err)
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		if len(strings.TrimSpace(sc.Text())) == 0 {
-			continue
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
-		out = append(out, m)
-	}
-	require.NoError(t, sc.Err())
 	return out
 }
 
-// normalizeBrief drops what depends on the clock (times, durations and the
-// durations inside log details), so a live run compares with the seed.
+// normalizeBrief decodes a brief without what depends on the clock.
 func normalizeBrief(t *testing.T, data []byte) map[string]any {
 	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(data, &m))
-	return normalize(m).(map[string]any)
+	m, err := devenv.NormalizeBrief(data)
+	require.NoError(t, err)
+	return m
 }
 
-var secondsInDetail = regexp.MustCompile(`\(\d+s, `)
-
-func normalize(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, val := range x {
-			switch k {
-			case "startedAt", "completedAt", "duration_ms", "time", "updatedAt", "ts":
-				continue
-			case "detail":
-				if s, ok := val.(string); ok {
-					val = secondsInDetail.ReplaceAllString(s, "(Ns, ")
-				}
-			}
-			out[k] = normalize(val)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalize(e)
-		}
-		return out
-	case float64:
-		// Sums of costs may differ in the last bit.
-		return float64(int64(x*1e6+0.5)) / 1e6
-	default:
-		return v
-	}
-}
+func normalize(v any) any { return devenv.Normalize(v) }
 
 // dropNulls removes null members of objects, at any depth.
 func dropNulls(v any) any {
