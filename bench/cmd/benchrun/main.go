@@ -71,6 +71,7 @@ func run() error {
 	out := flag.String("out", ".run/bench", "directory for results.json, report.md, profiles and logs")
 	quick := flag.Bool("quick", false, "fewer runs and tasks: a smoke test of the harness, not figures to quote")
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
+	tuned := flag.String("tuned-config", strings.Join(tunedConfig, ","), "dynamic config of the tuned dev server, comma-separated KEY=VALUE")
 	workerArgs := flag.String("worker-args", "", "extra flags for every worker, space-separated (to compare settings, e.g. -tail-linger 1ms)")
 	flag.Parse()
 	want := map[string]bool{}
@@ -85,6 +86,15 @@ func run() error {
 		want[s] = true
 	}
 
+	tunedConfig = nil
+	for _, kv := range strings.Split(*tuned, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			if !strings.Contains(kv, "=") {
+				return fmt.Errorf("-tuned-config: %q is not KEY=VALUE", kv)
+			}
+			tunedConfig = append(tunedConfig, kv)
+		}
+	}
 	root, err := devenv.RepoRoot()
 	if err != nil {
 		return err
@@ -98,7 +108,7 @@ func run() error {
 		return err
 	}
 	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo(),
-		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs}
+		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs, Tuned: strings.Join(tunedConfig, " ")}
 
 	if e.sim, err = devenv.Binary("eddasim"); err != nil {
 		return err

@@ -15,6 +15,7 @@ type Results struct {
 	Quick      bool               `json:"quick"`
 	Command    string             `json:"command"`
 	WorkerArgs string             `json:"workerArgs,omitempty"`
+	Tuned      string             `json:"tunedServerConfig"`
 	Machine    MachineInfo        `json:"machine"`
 	GoBench    []GoBenchResult    `json:"goBench"`
 	Latency    []LatencyResult    `json:"latency"`
@@ -119,7 +120,8 @@ func (r *Results) Markdown() string {
 	m := r.Machine
 	p("# benchrun report (%s%s)", r.Started, map[bool]string{true: ", QUICK: smoke test only", false: ""}[r.Quick])
 	p("")
-	p("Command: `%s`%s.", r.Command, map[bool]string{true: "; extra worker flags: " + r.WorkerArgs, false: ""}[r.WorkerArgs != ""])
+	p("Command: `%s`%s. The tuned dev server adds: %s.", r.Command,
+		map[bool]string{true: "; extra worker flags: " + r.WorkerArgs, false: ""}[r.WorkerArgs != ""], r.Tuned)
 	p("")
 	p("Machine: %s, %d cores, %d MB, kernel %s, %s, load average at start %s and at end %s, inotify max_user_instances %s. Took %.0fs.",
 		m.CPU, m.Cores, m.MemoryMB, m.Kernel, m.Go, m.LoadAvg, r.LoadAtEnd, m.InotifyMx, r.Seconds)
