@@ -63,7 +63,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.sinkDir, "sink-dir", envOr("KARVI_EDDA_SINK_DIR", ".run/briefs"), "directory of the file sink (env KARVI_EDDA_SINK_DIR)")
 	fs.StringVar(&c.karviURL, "karvi-url", envOr("KARVI_URL", "http://localhost:3461"), "karvi base URL for the karvi sink (env KARVI_URL); the token comes only from KARVI_API_TOKEN")
 	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
-	fs.DurationVar(&c.tailLinger, "tail-linger", time.Millisecond, "how long the tail keeps collecting after the first new line, to batch bursts (a conductor writes a burst within microseconds; every event waits this long)")
+	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "how long the tail keeps collecting after the first new line, to batch bursts (a conductor writes phase_passed and the next phase_start 0.2-3 ms apart; every event waits this long)")
 	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
 	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this address (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
