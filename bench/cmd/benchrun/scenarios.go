@@ -391,11 +391,20 @@ func (e *env) rss(ctx context.Context) error {
 		}
 		wg.Wait()
 	}()
+	// Idle baseline: once the worker serves pprof it has connected, and a
+	// few seconds later its pollers are running.
+	for deadline := time.Now().Add(time.Minute); goroutines(r.pprof) == 0; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("worker pprof endpoint %s never answered", r.pprof)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
 	base, err := bench.RSS(r.worker.PID())
 	if err != nil {
 		return err
 	}
-	e.results.RSS = append(e.results.RSS, RSSResult{Running: 0, RSSMB: mb(base)})
+	e.results.RSS = append(e.results.RSS, RSSResult{Running: 0, RSSMB: mb(base), MaxMB: mb(base), Goroutines: goroutines(r.pprof)})
 	for _, n := range steps {
 		var batch []*task
 		for i := len(all); i < n; i++ {
