@@ -105,3 +105,16 @@ func TestErrorText(t *testing.T) {
 		}
 	}
 }
+
+func TestIsJSONObject(t *testing.T) {
+	cases := map[string]bool{
+		`{}`: true, ` {"a":[1,2]} `: true, "\n\t{\"log\":[]}": true,
+		`[]`: false, `null`: false, `"x"`: false, `1`: false, ``: false, `   `: false,
+		`{"a":1`: false, `{"a":1} {"b":2}`: false, `{"a":1}x`: false,
+	}
+	for in, want := range cases {
+		if got := isJSONObject([]byte(in)); got != want {
+			t.Errorf("isJSONObject(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
