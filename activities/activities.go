@@ -53,6 +53,8 @@ type Activities struct {
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).
 	plans sync.Map
+	// patchProgress: acknowledged patches of a batch being retried (patch.go).
+	patchProgress sync.Map // "runID/activityID" -> int
 }
 
 // secretEnv names environment variables of the worker that must not reach the

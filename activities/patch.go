@@ -3,20 +3,18 @@ package activities
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 )
 
-// patchProgress remembers, for each PatchBrief execution (workflow run and
-// local activity id), how many patches of its batch the sink acknowledged.
-// A retry of the same batch starts after them: re-sending them would put
-// older bodies after newer ones, and karvi's brief, whose log travels whole
-// in every patch, would move backwards until the retry caught up. Only a
-// worker crash forgets the progress; the batch is then sent whole again,
-// which still converges to the same brief.
-var patchProgress sync.Map // string -> int
+// patchProgress (a field of Activities) remembers, for each PatchBrief
+// execution (workflow run and local activity id), how many patches of its
+// batch the sink acknowledged. A retry of the same batch starts after them:
+// re-sending them would put older bodies after newer ones, and karvi's
+// brief, whose log travels whole in every patch, would move backwards until
+// the retry caught up. Only a worker crash forgets the progress; the batch
+// is then sent whole again, which still converges to the same brief.
 
 // sendPatches is PatchBrief's body: the patches in order, resuming a retried
 // batch after the patches already delivered.
@@ -27,7 +25,7 @@ func (a *Activities) sendPatches(ctx context.Context, req PatchRequest) error {
 		key = info.WorkflowExecution.RunID + "/" + info.ActivityID
 	}
 	start := 0
-	if v, ok := patchProgress.Load(key); ok && key != "" {
+	if v, ok := a.patchProgress.Load(key); ok && key != "" {
 		start = v.(int)
 	}
 	for i := start; i < len(req.Patches); i++ {
@@ -36,16 +34,16 @@ func (a *Activities) sendPatches(ctx context.Context, req PatchRequest) error {
 			var appErr *temporal.ApplicationError
 			if key != "" {
 				if errors.As(err, &appErr) && appErr.NonRetryable() {
-					patchProgress.Delete(key) // no retry will come
+					a.patchProgress.Delete(key) // no retry will come
 				} else {
-					patchProgress.Store(key, i)
+					a.patchProgress.Store(key, i)
 				}
 			}
 			return err
 		}
 	}
 	if key != "" {
-		patchProgress.Delete(key)
+		a.patchProgress.Delete(key)
 	}
 	return nil
 }
