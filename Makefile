@@ -44,13 +44,14 @@ test: temporal build check
 unit:
 	$(GO) test -race -count=1 -short $(PKGS)
 
+# Each target's output is kept and shown only when it fails.
 fuzz:
-	@set -e; for t in $$($(GO) test -list '^Fuzz' ./mapping/ | grep '^Fuzz'); do \
-	  echo "fuzz mapping $$t ($(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mapping/ >/dev/null; done
-	@set -e; for t in $$($(GO) test -list '^Fuzz' ./mapping/redact/ | grep '^Fuzz'); do \
-	  echo "fuzz redact $$t ($(FUZZTIME))"; \
-	  $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./mapping/redact/ >/dev/null; done
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for pkg in ./mapping/ ./mapping/redact/; do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { cat $$log; exit 1; }; \
+	  done; done
 	@echo "fuzz: all targets ran $(FUZZTIME) without a failure"
 
 # The main job end to end: a local dev server, the worker with the conductor

@@ -525,7 +525,7 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 
 	p := Plan{
 		Name:        PlanName(d.TaskID, attempt),
-		Purpose:     d.Message,
+		Purpose:     promptText(d.Message),
 		MaxAttempts: maxAttempts,
 		TimeoutSec:  timeout,
 		Tags:        []string{"karvi:" + d.TaskID},
@@ -545,6 +545,7 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 		if strings.TrimSpace(ph.Prompt) == "" {
 			ph.Prompt = d.Message
 		}
+		ph.Prompt = promptText(ph.Prompt)
 		if ph.TimeoutSec == 0 {
 			ph.TimeoutSec = timeout
 		}
@@ -565,12 +566,21 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 				ph.Context = strings.TrimRight(ph.Context, "\n") + "\n\n" + upstream
 			}
 		}
+		ph.Context = promptText(ph.Context)
 		p.Phases[i] = ph
 	}
 	if err := p.Validate(); err != nil {
 		return Plan{}, fmt.Errorf("built plan is invalid: %w", err)
 	}
 	return p, nil
+}
+
+// promptText drops leading line breaks from text placed in the plan. They
+// mean nothing to an agent, and yaml.v3 writes a string that starts with one
+// as a block scalar that loses it ("\n0" reads back as "0": found by
+// FuzzPlanRoundTrip), so plan.yaml would not say what was built.
+func promptText(s string) string {
+	return strings.TrimLeft(s, "\r\n")
 }
 
 // upstreamContext renders the artifacts that carry a summary, one line each,
