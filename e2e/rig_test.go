@@ -175,28 +175,19 @@ func (r *rig) result(run client.WorkflowRun) workflows.Result {
 func (r *rig) status(taskID string) (workflows.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := r.cl.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
-	if err != nil {
-		return workflows.Status{}, err
-	}
-	var s workflows.Status
-	return s, v.Get(&s)
+	return devenv.QueryStatus(ctx, r.cl, taskID)
 }
 
 // waitFor polls the status query until cond holds. The deadline is a safety
 // net against a hung test, not a timing assertion.
 func (r *rig) waitFor(taskID, what string, cond func(workflows.Status) bool) workflows.Status {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		s, err := r.status(taskID)
-		if err == nil && cond(s) {
-			return s
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := devenv.WaitStatus(ctx, r.cl, taskID, cond)
+	if err != nil {
+		r.t.Fatalf("task %s: %s never happened: %v", taskID, what, err)
 	}
-	s, err := r.status(taskID)
-	r.t.Fatalf("task %s: %s never happened (last status %+v, err %v)", taskID, what, s, err)
 	return s
 }
 

@@ -30,29 +30,24 @@ func seedBrief(t *testing.T) map[string]any {
 	return normalizeBrief(t, data)
 }
 
-// fileBrief is what the file sink holds for a task: the merged brief.
+// fileBrief is what the file sink holds for a task: the merged brief,
+// without what depends on the clock.
 func (r *rig) fileBrief(taskID string) map[string]any {
-	data, err := os.ReadFile(filepath.Join(r.sinkDir, taskID, "brief.json"))
+	m, err := devenv.FileBrief(r.sinkDir, taskID)
 	require.NoError(r.t, err)
-	return normalizeBrief(r.t, data)
+	return m
 }
 
 // filePatches are the PATCH bodies the file sink received, in order.
 func (r *rig) filePatches(taskID string) []map[string]any {
-	var out []map[string]any
-	for _, rec := range readJSONL(r.t, filepath.Join(r.sinkDir, taskID, "patches.jsonl")) {
-		body, ok := rec["body"].(map[string]any)
-		require.True(r.t, ok, "patch record without body: %v", rec)
-		out = append(out, body)
-	}
+	out, err := devenv.FilePatches(r.sinkDir, taskID)
+	require.NoError(r.t, err)
 	return out
 }
 
 func (r *rig) fileStatus(taskID string) map[string]any {
-	data, err := os.ReadFile(filepath.Join(r.sinkDir, taskID, "status.json"))
+	m, err := devenv.FileStatus(r.sinkDir, taskID)
 	require.NoError(r.t, err)
-	var m map[string]any
-	require.NoError(r.t, json.Unmarshal(data, &m))
 	return m
 }
 

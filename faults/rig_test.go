@@ -316,28 +316,19 @@ func (r *rig) resultErr(run client.WorkflowRun) (workflows.Result, error) {
 func (r *rig) status(taskID string) (workflows.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	v, err := r.cl.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
-	if err != nil {
-		return workflows.Status{}, err
-	}
-	var s workflows.Status
-	return s, v.Get(&s)
+	return devenv.QueryStatus(ctx, r.cl, taskID)
 }
 
 // waitFor polls the status query until cond holds. The deadline is a safety
 // net against a hung test, not a timing assertion.
 func (r *rig) waitFor(taskID, what string, cond func(workflows.Status) bool) workflows.Status {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		s, err := r.status(taskID)
-		if err == nil && cond(s) {
-			return s
-		}
-		time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := devenv.WaitStatus(ctx, r.cl, taskID, cond)
+	if err != nil {
+		r.t.Fatalf("task %s: %s never happened: %v", taskID, what, err)
 	}
-	s, err := r.status(taskID)
-	r.t.Fatalf("task %s: %s never happened (last status %+v, err %v)", taskID, what, s, err)
 	return s
 }
 
@@ -367,29 +358,23 @@ func (r *rig) events(taskID, plan string) []map[string]any {
 }
 
 // fileBrief is what the file sink holds for a task: the merged brief,
-// normalized (see normalizeBrief).
+// without what depends on the clock.
 func (r *rig) fileBrief(taskID string) map[string]any {
-	data, err := os.ReadFile(filepath.Join(r.sinkDir, taskID, "brief.json"))
+	m, err := devenv.FileBrief(r.sinkDir, taskID)
 	require.NoError(r.t, err)
-	return normalizeBrief(r.t, data)
+	return m
 }
 
 // filePatches are the PATCH bodies the file sink received, in order.
 func (r *rig) filePatches(taskID string) []map[string]any {
-	var out []map[string]any
-	for _, rec := range readJSONL(r.t, filepath.Join(r.sinkDir, taskID, "patches.jsonl")) {
-		body, ok := rec["body"].(map[string]any)
-		require.True(r.t, ok, "patch record without body: %v", rec)
-		out = append(out, body)
-	}
+	out, err := devenv.FilePatches(r.sinkDir, taskID)
+	require.NoError(r.t, err)
 	return out
 }
 
 func (r *rig) fileStatus(taskID string) map[string]any {
-	data, err := os.ReadFile(filepath.Join(r.sinkDir, taskID, "status.json"))
+	m, err := devenv.FileStatus(r.sinkDir, taskID)
 	require.NoError(r.t, err)
-	var m map[string]any
-	require.NoError(r.t, json.Unmarshal(data, &m))
 	return m
 }
 
