@@ -48,21 +48,26 @@ func BenchmarkParseReduce(b *testing.B) {
 // its log.
 func benchStream(b *testing.B, lines [][]byte, summary PlanSummary, fresh bool) {
 	st := NewBriefState("T5", summary)
+	var enc BriefEncoder
 	var off int64
-	apply := func(line []byte) {
+	step := func(line []byte) {
 		ev, err := ParseEvent(line)
 		if err != nil {
 			b.Fatalf("parse %q: %v", line, err)
 		}
 		off += int64(len(line)) + 1
 		ev.Pos = Position{Offset: off}
-		if _, ok := st.Apply(ev); !ok && ev.Type != EventPlanAborted {
+		c, ok := st.Reduce(ev)
+		if !ok && ev.Type != EventPlanAborted {
 			b.Fatalf("event at %d produced no patch", off)
+		}
+		if ok {
+			enc.Patch(&st, c)
 		}
 	}
 	if !fresh {
 		for _, l := range lines {
-			apply(l)
+			step(l)
 		}
 		if len(st.Brief.Log) != DefaultLogLimit {
 			b.Fatalf("warm-up left %d log entries, want %d", len(st.Brief.Log), DefaultLogLimit)
@@ -79,9 +84,10 @@ func benchStream(b *testing.B, lines [][]byte, summary PlanSummary, fresh bool) 
 		k := i % len(lines)
 		if fresh && k == 0 {
 			st = NewBriefState("T5", summary)
+			enc.Init(&st)
 			off = 0
 		}
-		apply(lines[k])
+		step(lines[k])
 	}
 	b.StopTimer()
 	if s := b.Elapsed().Seconds(); s > 0 {

@@ -1,7 +1,6 @@
 package mapping
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -22,9 +21,6 @@ const (
 // adds one carries the whole log (karvi replaces arrays), so the log must
 // stay bounded.
 const DefaultLogLimit = 500
-
-// PatchTypeInit is the Type of the skeleton patch.
-const PatchTypeInit = "init"
 
 // Brief is edda's brief, JSON exactly as seed 000 section 3.
 type Brief struct {
@@ -82,13 +78,6 @@ type LogEntry struct {
 	Detail string `json:"detail"`
 }
 
-// Patch is one PATCH /api/brief/:taskId body and the event it came from.
-type Patch struct {
-	Pos  Position        `json:"pos"`
-	Type string          `json:"type"`
-	Body json.RawMessage `json:"body"`
-}
-
 // Failure remembers the latest phase failure from the event stream, for the
 // outcome wording when the conductor ends without a usable state.json error.
 type Failure struct {
@@ -113,13 +102,6 @@ type BriefState struct {
 	ResetPrevious bool     `json:"resetPrevious,omitempty"`
 	StalePhases   []string `json:"stalePhases,omitempty"`
 	LastFailure   *Failure `json:"lastFailure,omitempty"`
-
-	// logJSON caches the encoding of each Brief.Log entry, index for index:
-	// every patch body carries the whole log, so each entry is encoded once
-	// instead of once per event. It is never serialized; a state decoded
-	// from history rebuilds it on its next patch, and a cached entry that no
-	// longer matches its log entry is re-encoded (see encodedLog).
-	logJSON []encodedEntry
 }
 
 // NewBriefState builds the skeleton brief for a plan: every phase pending,
@@ -166,72 +148,73 @@ func (s *BriefState) ForgetPrevious(prev BriefState) {
 	}
 }
 
-// InitPatch is the skeleton as one PATCH body, sent before any event patch.
-//
-// karvi merges a PATCH into the stored brief: objects merge key by key,
-// arrays and scalars replace, null is stored. A fresh brief needs only the
-// skeleton. When ResetPrevious is set (a redispatch) the body also sets every
-// key the reducer may have written in the earlier attempt to a reset value:
-// each phase gets attempts, duration_ms, cost_usd, startedAt, completedAt,
-// error and reason as null; currentPhase and cost.total_usd become null;
-// cost.by_phase and phases set each StalePhases id to null; log and
-// artifacts are replaced by empty arrays and completedPhases by 0. Nothing
-// can delete a key through PATCH, so the reset keys stay present as null.
-func (s BriefState) InitPatch() Patch {
-	b := s.Brief
-	meta := obj{{"boardType", b.Meta.BoardType}, {"version", b.Meta.Version}, {"taskId", b.Meta.TaskID}, {"runtime", b.Meta.Runtime}}
-	plan := obj{{"source", b.Plan.Source}, {"name", b.Plan.Name}, {"totalPhases", b.Plan.TotalPhases}}
-	if b.Plan.BudgetUSD != nil {
-		plan = append(plan, kv{"budget_usd", *b.Plan.BudgetUSD})
-	} else if s.ResetPrevious {
-		plan = append(plan, kv{"budget_usd", nil})
-	}
-	phases := obj{}
-	byPhase := obj{}
-	for _, id := range s.PhaseOrder {
-		ph := obj{{"status", PhasePending}}
-		if s.ResetPrevious {
-			ph = append(ph, kv{"attempts", nil}, kv{"duration_ms", nil}, kv{"cost_usd", nil},
-				kv{"startedAt", nil}, kv{"completedAt", nil}, kv{"error", nil}, kv{"reason", nil})
-			byPhase = append(byPhase, kv{id, nil})
-		}
-		phases = append(phases, kv{id, ph})
-	}
-	if s.ResetPrevious {
-		for _, id := range s.StalePhases {
-			phases = append(phases, kv{id, nil})
-			byPhase = append(byPhase, kv{id, nil})
-		}
-	}
-	body := obj{{"meta", meta}, {"plan", plan}, {"phases", phases}}
-	if s.ResetPrevious {
-		body = append(body, kv{"currentPhase", nil})
-	}
-	body = append(body, kv{"completedPhases", 0})
-	cost := obj{}
-	if s.ResetPrevious {
-		cost = append(cost, kv{"total_usd", nil})
-	}
-	cost = append(cost, kv{"by_phase", byPhase})
-	body = append(body, kv{"cost", cost}, kv{"artifacts", []string{}}, kv{"log", []LogEntry{}})
-	return Patch{Type: PatchTypeInit, Body: body.bytes()}
+// Change says what reducing one event changed in the brief. It is the
+// projection-neutral result of the reducer: an encoder turns it into a wire
+// format (karvi's PATCH body, see BriefEncoder) by reading the changed parts
+// from the brief itself.
+type Change struct {
+	// Pos is the event's position; Type its normalised type, or a
+	// reducer-made type such as PatchTypeSettle.
+	Pos  Position
+	Type string
+	// Fields are the top-level parts of the brief that changed.
+	Fields BriefFields
+	// Phases are the phases whose fields changed, in the brief's phase order.
+	Phases []PhaseChange
 }
 
-// Apply folds one event into the state (seed 000 section 5) and returns the
-// PATCH body for it. It returns false and leaves the state untouched when the
-// event is not after the last applied position (a replay) or warrants no
-// PATCH (plan_aborted: the task status changes instead).
-func (s *BriefState) Apply(ev Event) (Patch, bool) {
+// BriefFields is a set of top-level brief parts.
+type BriefFields uint8
+
+// The top-level parts of a brief a change can touch.
+const (
+	ChangedPlan BriefFields = 1 << iota
+	ChangedCurrentPhase
+	ChangedCompletedPhases
+	ChangedTotalCost
+	ChangedLog
+)
+
+// PhaseFields is a set of one phase's fields.
+type PhaseFields uint16
+
+// The fields of a brief phase a change can touch. ChangedPhaseCost is the
+// phase's entry in cost.by_phase.
+const (
+	ChangedStatus PhaseFields = 1 << iota
+	ChangedAttempts
+	ChangedDuration
+	ChangedCost
+	ChangedStartedAt
+	ChangedCompletedAt
+	ChangedError
+	ChangedReason
+	ChangedPhaseCost
+)
+
+// PhaseChange names one phase and which of its fields changed.
+type PhaseChange struct {
+	ID     string
+	Fields PhaseFields
+}
+
+// Reduce folds one event into the brief (docs/contract.md, "Events to
+// brief") and says what changed. It returns false and leaves the state
+// untouched when the event is not after the last applied position (a
+// replay) or changes nothing in the brief (plan_aborted: the task status
+// changes instead).
+func (s *BriefState) Reduce(ev Event) (Change, bool) {
 	if s.HasApplied && !s.Applied.Less(ev.Pos) {
-		return Patch{}, false
+		return Change{}, false
 	}
 	if ev.Type == EventPlanAborted {
-		return Patch{}, false
+		return Change{}, false
 	}
 	s.ensure()
-	var body obj
+	c := Change{Pos: ev.Pos, Type: ev.Type, Fields: ChangedLog}
 	phase, known := s.Brief.Phases[ev.PhaseID]
 	known = known && ev.PhaseID != ""
+	var pf PhaseFields
 	switch {
 	case ev.Type == EventPlanStart:
 		// The name we generated wins: the document's events say "karvi-T5"
@@ -243,26 +226,22 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		if ev.PhaseCount > 0 {
 			s.Brief.Plan.TotalPhases = ev.PhaseCount
 		}
-		body = obj{
-			{"plan", obj{{"name", s.Brief.Plan.Name}, {"totalPhases", s.Brief.Plan.TotalPhases}}},
-			{"completedPhases", s.completed()},
-		}
+		c.Fields |= ChangedPlan | ChangedCompletedPhases
 		s.appendLog(ev, plural(s.Brief.Plan.TotalPhases, "phase"))
 
 	case ev.Type == EventPhaseStart && known:
 		phase.Status = PhaseRunning
-		fields := append(make(obj, 0, 6), kv{"status", PhaseRunning})
+		pf = ChangedStatus
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
-			fields = append(fields, kv{"attempts", ev.Attempt})
+			pf |= ChangedAttempts
 		}
 		if ev.TS != "" {
 			phase.StartedAt = ev.TS
-			fields = append(fields, kv{"startedAt", ev.TS})
+			pf |= ChangedStartedAt
 		}
-		s.Brief.Phases[ev.PhaseID] = phase
 		s.Brief.CurrentPhase = ev.PhaseID
-		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"currentPhase", ev.PhaseID})
+		c.Fields |= ChangedCurrentPhase
 		detail := ev.PhaseID
 		if ev.Attempt > 1 {
 			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
@@ -271,32 +250,27 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhasePassed && known:
 		phase.Status = PhasePassed
-		fields := append(make(obj, 0, 6), kv{"status", PhasePassed})
+		pf = ChangedStatus | ChangedDuration
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
-			fields = append(fields, kv{"attempts", ev.Attempt})
+			pf |= ChangedAttempts
 		}
 		d := ev.DurationMS
 		phase.DurationMS = &d
-		fields = append(fields, kv{"duration_ms", d})
 		if ev.CostUSD != nil {
-			c := *ev.CostUSD
-			phase.CostUSD = &c
-			fields = append(fields, kv{"cost_usd", c})
+			cost := *ev.CostUSD
+			phase.CostUSD = &cost
+			s.Brief.Cost.ByPhase[ev.PhaseID] = cost
+			pf |= ChangedCost | ChangedPhaseCost
 		}
 		if ev.TS != "" {
 			phase.CompletedAt = ev.TS
-			fields = append(fields, kv{"completedAt", ev.TS})
+			pf |= ChangedCompletedAt
 		}
-		s.Brief.Phases[ev.PhaseID] = phase
 		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
 			s.LastFailure = nil
 		}
-		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"completedPhases", s.completed()})
-		if ev.CostUSD != nil {
-			s.Brief.Cost.ByPhase[ev.PhaseID] = *ev.CostUSD
-			body = append(body, kv{"cost", obj{{"by_phase", obj{{ev.PhaseID, *ev.CostUSD}}}}})
-		}
+		c.Fields |= ChangedCompletedPhases
 		detail := fmt.Sprintf("%s (%ds", ev.PhaseID, int64(math.Round(float64(ev.DurationMS)/1000)))
 		if ev.CostUSD != nil {
 			detail += fmt.Sprintf(", $%.2f", *ev.CostUSD)
@@ -305,19 +279,16 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhaseFailed && known:
 		phase.Status = PhaseFailed
-		fields := append(make(obj, 0, 6), kv{"status", PhaseFailed})
+		pf = ChangedStatus
 		if ev.Attempt > 0 {
 			phase.Attempts = ev.Attempt
-			fields = append(fields, kv{"attempts", ev.Attempt})
+			pf |= ChangedAttempts
 		}
-		msg := StripErrorPrefix(ev.Error)
-		if msg != "" {
+		if msg := StripErrorPrefix(ev.Error); msg != "" {
 			phase.Error = msg
-			fields = append(fields, kv{"error", msg})
+			pf |= ChangedError
 		}
-		s.Brief.Phases[ev.PhaseID] = phase
 		s.LastFailure = &Failure{PhaseID: ev.PhaseID, Attempt: ev.Attempt, Error: ev.Error, ErrorType: errorTypeOf(ev)}
-		body = append(make(obj, 0, 2), kv{"phases", obj{{ev.PhaseID, fields}}})
 		detail := ev.PhaseID
 		if ev.Attempt > 0 {
 			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
@@ -329,16 +300,15 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 
 	case ev.Type == EventPhaseSkipped && known:
 		phase.Status = PhaseSkipped
-		fields := append(make(obj, 0, 6), kv{"status", PhaseSkipped})
+		pf = ChangedStatus
 		if ev.Reason != "" {
 			phase.Reason = ev.Reason
-			fields = append(fields, kv{"reason", ev.Reason})
+			pf |= ChangedReason
 		}
-		s.Brief.Phases[ev.PhaseID] = phase
 		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
 			s.LastFailure = nil
 		}
-		body = append(make(obj, 0, 4), kv{"phases", obj{{ev.PhaseID, fields}}}, kv{"completedPhases", s.completed()})
+		c.Fields |= ChangedCompletedPhases
 		detail := ev.PhaseID
 		if ev.Reason != "" {
 			detail += ": " + ev.Reason
@@ -356,7 +326,7 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 			total = roundCents(total)
 		}
 		s.Brief.Cost.TotalUSD = &total
-		body = append(make(obj, 0, 2), kv{"cost", obj{{"total_usd", total}}})
+		c.Fields |= ChangedTotalCost
 		s.appendLog(ev, fmt.Sprintf("%s passed, $%.2f", plural(ev.PhasesPassed, "phase"), total))
 
 	default:
@@ -364,12 +334,14 @@ func (s *BriefState) Apply(ev Event) (Patch, bool) {
 		// plan does not have only leave a trace in the log.
 		s.appendLog(ev, otherDetail(ev))
 	}
+	if pf != 0 {
+		s.Brief.Phases[ev.PhaseID] = phase
+		c.Phases = []PhaseChange{{ID: ev.PhaseID, Fields: pf}}
+	}
 	s.Brief.CompletedPhases = s.completed()
-	log := s.encodedLog()
-	body = append(body, kv{"log", log})
 	s.Applied = ev.Pos
 	s.HasApplied = true
-	return Patch{Pos: ev.Pos, Type: ev.Type, Body: body.bytesCap(256 + log.size())}, true
+	return c, true
 }
 
 // ensure repairs a state that did not come from NewBriefState (a zero value
@@ -407,75 +379,14 @@ func (s *BriefState) appendLog(ev Event, detail string) {
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	e := LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail}
-	log := append(s.Brief.Log, e)
-	enc := e.appendTo(make([]byte, 0, 48+len(e.Time)+len(e.Agent)+len(e.Action)+len(e.Detail)))
-	cache := append(s.logJSON, encodedEntry{e: e, b: enc})
+	log := append(s.Brief.Log, LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
 	if drop := len(log) - limit; drop > 0 {
 		// Reslicing keeps appends amortized O(1) once the log is full; the
 		// dropped entries are released when the next append reallocates,
 		// so at most about limit/2 of them are retained meanwhile.
 		log = log[drop:]
-		if drop <= len(cache) {
-			cache = cache[drop:]
-		}
 	}
 	s.Brief.Log = log
-	s.logJSON = cache
-}
-
-// encodedEntry is one log entry with its JSON encoding.
-type encodedEntry struct {
-	e LogEntry
-	b []byte
-}
-
-// encodedLog is Brief.Log ready to be written into a body.
-type encodedLog struct {
-	entries []encodedEntry
-	null    bool
-}
-
-func (l encodedLog) size() int {
-	n := 2
-	for _, e := range l.entries {
-		n += len(e.b) + 1
-	}
-	return n
-}
-
-func (l encodedLog) appendTo(dst []byte) []byte {
-	if l.null {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '[')
-	for i, e := range l.entries {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, e.b...)
-	}
-	return append(dst, ']')
-}
-
-// encodedLog brings the encoding cache in line with Brief.Log and returns
-// it. Comparing an entry with the one it was encoded from is cheap (strings
-// that share their bytes compare by pointer), and it makes the cache safe
-// whoever changed the log: a stale entry is simply encoded again.
-func (s *BriefState) encodedLog() encodedLog {
-	log := s.Brief.Log
-	if log == nil {
-		return encodedLog{null: true}
-	}
-	if len(s.logJSON) != len(log) {
-		s.logJSON = make([]encodedEntry, len(log), cap(log))
-	}
-	for i := range log {
-		if c := &s.logJSON[i]; c.b == nil || c.e != log[i] {
-			c.e, c.b = log[i], log[i].appendTo(nil)
-		}
-	}
-	return encodedLog{entries: s.logJSON}
 }
 
 func otherDetail(ev Event) string {
@@ -549,33 +460,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// kv and obj build JSON objects whose keys keep the order written, so patch
-// bodies are deterministic bytes in the seed's field order without maps.
-type kv struct {
-	k string
-	v any
-}
-
-type obj []kv
-
-func (o obj) MarshalJSON() ([]byte, error) {
-	return o.appendTo(nil)
-}
-
-// bytes encodes the object. Its values are strings, finite numbers, nested
-// objs and log entries, none of which can fail to encode.
-func (o obj) bytes() json.RawMessage { return o.bytesCap(256) }
-
-// bytesCap is bytes with a capacity hint, so a body carrying the whole log
-// is allocated once.
-func (o obj) bytesCap(n int) json.RawMessage {
-	b, err := o.appendTo(make([]byte, 0, n))
-	if err != nil {
-		// Unreachable with the value types used here; keep a valid body
-		// rather than panic on input.
-		return json.RawMessage(`{}`)
-	}
-	return b
 }

@@ -53,7 +53,7 @@ func TestNewBriefStateSkeleton(t *testing.T) {
 	if !reflect.DeepEqual(s.PhaseOrder, []string{"a", "b"}) || s.LogLimit != DefaultLogLimit || s.HasApplied || s.ResetPrevious {
 		t.Errorf("state %+v", s)
 	}
-	ip := s.InitPatch()
+	ip := s.initPatch()
 	if ip.Type != PatchTypeInit || ip.Pos != (Position{}) {
 		t.Errorf("init patch header %+v", ip)
 	}
@@ -77,7 +77,7 @@ func TestInitPatchRedispatchResets(t *testing.T) {
 	if !reflect.DeepEqual(s.StalePhases, []string{"docs", "lint"}) {
 		t.Errorf("stale %v", s.StalePhases)
 	}
-	got := string(s.InitPatch().Body)
+	got := string(s.initPatch().Body)
 	reset := `{"status":"pending","attempts":null,"duration_ms":null,"cost_usd":null,"startedAt":null,"completedAt":null,"error":null,"reason":null}`
 	want := `{"meta":{"boardType":"brief","version":1,"taskId":"T5","runtime":"edda"},` +
 		`"plan":{"source":"generated","name":"karvi-t5-020d01-r2","totalPhases":2,"budget_usd":null},` +
@@ -132,7 +132,7 @@ func TestApplySection5(t *testing.T) {
 			LogEntry{"t9", "conductor", "plan_completed", "2 phases passed, $0.85"}},
 	}
 	for i, st := range steps {
-		p, ok := s.Apply(st.ev)
+		p, ok := apply(&s, st.ev)
 		if !ok {
 			t.Fatalf("step %d (%s): no patch", i, st.ev.Type)
 		}
@@ -172,7 +172,7 @@ func TestApplySection5(t *testing.T) {
 func TestApplyUnknownTypeIsLogOnly(t *testing.T) {
 	s := threePhaseState()
 	before := s.Brief.Phases["docs"]
-	p, ok := s.Apply(at(5, `{"type":"verdict_received","phase_id":"docs","reason":"approved"}`))
+	p, ok := apply(&s, at(5, `{"type":"verdict_received","phase_id":"docs","reason":"approved"}`))
 	if !ok {
 		t.Fatal("no patch")
 	}
@@ -185,7 +185,7 @@ func TestApplyUnknownTypeIsLogOnly(t *testing.T) {
 		t.Errorf("log %+v phase %+v", s.Brief.Log, s.Brief.Phases["docs"])
 	}
 	// A phase event for a phase the plan lacks is treated the same way.
-	p, ok = s.Apply(at(6, `{"type":"phase_passed","phase_id":"ghost","cost_usd":9}`))
+	p, ok = apply(&s, at(6, `{"type":"phase_passed","phase_id":"ghost","cost_usd":9}`))
 	if !ok || strings.Contains(string(p.Body), `"phases"`) || s.Brief.CompletedPhases != 0 || len(s.Brief.Cost.ByPhase) != 0 {
 		t.Errorf("ghost phase changed the brief: %s", p.Body)
 	}
@@ -197,17 +197,17 @@ func TestApplyUnknownTypeIsLogOnly(t *testing.T) {
 func TestApplyReplayAndAbort(t *testing.T) {
 	s := threePhaseState()
 	ev := at(100, `{"type":"phase_start","phase_id":"implement","attempt":1,"ts":"a"}`)
-	if _, ok := s.Apply(ev); !ok {
+	if _, ok := apply(&s, ev); !ok {
 		t.Fatal("first apply")
 	}
 	snapshot, _ := json.Marshal(s)
 	for _, replay := range []Event{ev, at(99, `{"type":"phase_passed","phase_id":"implement"}`), at(0, `{"type":"plan_start"}`)} {
-		if p, ok := s.Apply(replay); ok || p.Body != nil {
+		if p, ok := apply(&s, replay); ok || p.Body != nil {
 			t.Errorf("replay at %v produced a patch", replay.Pos)
 		}
 	}
 	ab := at(200, `{"type":"plan_aborted","phases_passed":0,"phases_pending":3}`)
-	if p, ok := s.Apply(ab); ok || p.Body != nil {
+	if p, ok := apply(&s, ab); ok || p.Body != nil {
 		t.Error("plan_aborted produced a patch")
 	}
 	after, _ := json.Marshal(s)
@@ -217,20 +217,20 @@ func TestApplyReplayAndAbort(t *testing.T) {
 	// A later generation is after any offset of an earlier one.
 	ev2 := at(5, `{"type":"phase_passed","phase_id":"implement","attempt":1}`)
 	ev2.Pos.Gen = 1
-	if _, ok := s.Apply(ev2); !ok {
+	if _, ok := apply(&s, ev2); !ok {
 		t.Error("event in the next generation ignored")
 	}
 }
 
 func TestApplyCompletedCountsOnce(t *testing.T) {
 	s := threePhaseState()
-	s.Apply(at(1, `{"type":"phase_passed","phase_id":"implement","attempt":1}`))
-	s.Apply(at(2, `{"type":"phase_passed","phase_id":"implement","attempt":1}`))
-	s.Apply(at(3, `{"type":"phase_skipped","phase_id":"implement"}`))
+	apply(&s, at(1, `{"type":"phase_passed","phase_id":"implement","attempt":1}`))
+	apply(&s, at(2, `{"type":"phase_passed","phase_id":"implement","attempt":1}`))
+	apply(&s, at(3, `{"type":"phase_skipped","phase_id":"implement"}`))
 	if s.Brief.CompletedPhases != 1 {
 		t.Errorf("completedPhases = %d", s.Brief.CompletedPhases)
 	}
-	s.Apply(at(4, `{"type":"phase_start","phase_id":"implement","attempt":2}`))
+	apply(&s, at(4, `{"type":"phase_start","phase_id":"implement","attempt":2}`))
 	if s.Brief.CompletedPhases != 0 {
 		t.Errorf("a restarted phase still counts: %d", s.Brief.CompletedPhases)
 	}
@@ -238,15 +238,15 @@ func TestApplyCompletedCountsOnce(t *testing.T) {
 
 func TestApplyPlanCompletedTotals(t *testing.T) {
 	s := threePhaseState()
-	s.Apply(at(1, `{"type":"phase_passed","phase_id":"implement","cost_usd":0.85}`))
-	s.Apply(at(2, `{"type":"phase_passed","phase_id":"test","cost_usd":0.42}`))
-	s.Apply(at(3, `{"type":"phase_passed","phase_id":"docs","cost_usd":0.18}`))
-	p, _ := s.Apply(at(4, `{"type":"plan_completed","phases_passed":3}`))
+	apply(&s, at(1, `{"type":"phase_passed","phase_id":"implement","cost_usd":0.85}`))
+	apply(&s, at(2, `{"type":"phase_passed","phase_id":"test","cost_usd":0.42}`))
+	apply(&s, at(3, `{"type":"phase_passed","phase_id":"docs","cost_usd":0.18}`))
+	p, _ := apply(&s, at(4, `{"type":"plan_completed","phases_passed":3}`))
 	if !strings.HasPrefix(string(p.Body), `{"cost":{"total_usd":1.45},`) {
 		t.Errorf("summed total: %s", p.Body)
 	}
 	s2 := threePhaseState()
-	p, _ = s2.Apply(at(1, `{"type":"plan_completed","phases_passed":1,"total_cost_usd":2.5}`))
+	p, _ = apply(&s2, at(1, `{"type":"plan_completed","phases_passed":1,"total_cost_usd":2.5}`))
 	if !strings.HasPrefix(string(p.Body), `{"cost":{"total_usd":2.5},`) || s2.Brief.Log[0].Detail != "1 phase passed, $2.50" {
 		t.Errorf("event total: %s", p.Body)
 	}
@@ -256,14 +256,14 @@ func TestApplyLogLimit(t *testing.T) {
 	s := threePhaseState()
 	s.LogLimit = 3
 	for i := 1; i <= 5; i++ {
-		s.Apply(at(int64(i), fmt.Sprintf(`{"type":"tick","ts":"t%d"}`, i)))
+		apply(&s, at(int64(i), fmt.Sprintf(`{"type":"tick","ts":"t%d"}`, i)))
 	}
 	if len(s.Brief.Log) != 3 || s.Brief.Log[0].Time != "t3" || s.Brief.Log[2].Time != "t5" {
 		t.Errorf("log %+v", s.Brief.Log)
 	}
 	s.LogLimit = 0 // the default applies
 	for i := 6; i < 6+DefaultLogLimit+10; i++ {
-		s.Apply(at(int64(i), `{"type":"tick"}`))
+		apply(&s, at(int64(i), `{"type":"tick"}`))
 	}
 	if len(s.Brief.Log) != DefaultLogLimit {
 		t.Errorf("default limit: %d entries", len(s.Brief.Log))
@@ -272,11 +272,11 @@ func TestApplyLogLimit(t *testing.T) {
 
 func TestApplyOnZeroState(t *testing.T) {
 	var s BriefState
-	p, ok := s.Apply(at(1, `{"type":"plan_start","plan_name":"x","phase_count":2}`))
+	p, ok := apply(&s, at(1, `{"type":"plan_start","plan_name":"x","phase_count":2}`))
 	if !ok || s.Brief.Plan.Name != "x" || s.Brief.Plan.TotalPhases != 2 {
 		t.Errorf("zero state: %s %+v", p.Body, s.Brief.Plan)
 	}
-	if _, ok := s.Apply(at(2, `{"type":"phase_start","phase_id":"a"}`)); !ok {
+	if _, ok := apply(&s, at(2, `{"type":"phase_start","phase_id":"a"}`)); !ok {
 		t.Error("no patch")
 	}
 }
@@ -289,7 +289,7 @@ func TestBriefStateJSONRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev.Pos = Position{Offset: int64(i * 100)}
-		s.Apply(ev)
+		apply(&s, ev)
 	}
 	b1, err := json.Marshal(s)
 	if err != nil {
@@ -305,8 +305,8 @@ func TestBriefStateJSONRoundTrip(t *testing.T) {
 	}
 	// And the decoded state continues exactly like the original.
 	next := at(5000, `{"type":"phase_start","phase_id":"docs","attempt":1,"ts":"x"}`)
-	p1, _ := s.Apply(next)
-	p2, _ := back.Apply(next)
+	p1, _ := apply(&s, next)
+	p2, _ := apply(&back, next)
 	if string(p1.Body) != string(p2.Body) {
 		t.Errorf("decoded state diverged:\n%s\n%s", p1.Body, p2.Body)
 	}
@@ -357,7 +357,7 @@ func FuzzApply(f *testing.F) {
 			if noop {
 				before, _ = json.Marshal(s)
 			}
-			p, ok := s.Apply(ev)
+			p, ok := apply(&s, ev)
 			if ok == noop {
 				t.Fatalf("Apply(%+v) = %v, want %v", ev, ok, !noop)
 			}
@@ -380,7 +380,7 @@ func FuzzApply(f *testing.F) {
 			}
 			if replayEvery > 0 && i%int(replayEvery) == 0 {
 				snap, _ := json.Marshal(s)
-				if _, again := s.Apply(ev); again {
+				if _, again := apply(&s, ev); again {
 					t.Fatal("replay of the same position produced a patch")
 				}
 				if now, _ := json.Marshal(s); string(now) != string(snap) {
@@ -400,4 +400,20 @@ func FuzzApply(f *testing.F) {
 			t.Fatal("state does not round-trip through JSON")
 		}
 	})
+}
+
+// apply takes the workflow's two steps for one event: reduce it into the
+// brief, then encode the change as a PATCH body.
+func apply(s *BriefState, ev Event) (Patch, bool) {
+	c, ok := s.Reduce(ev)
+	if !ok {
+		return Patch{}, false
+	}
+	var enc BriefEncoder
+	return enc.Patch(s, c), true
+}
+
+func (s BriefState) initPatch() Patch {
+	var enc BriefEncoder
+	return enc.Init(&s)
 }

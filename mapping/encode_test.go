@@ -3,6 +3,7 @@ package mapping
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -78,14 +79,23 @@ func TestEncoderMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// The encoding cache must follow the log whoever changes it.
+// The encoder's log cache must follow the log whoever changes it, and an
+// encoder that kept its cache must write the same bytes as a new one.
 func TestPatchLogFollowsChangedLog(t *testing.T) {
 	s := threePhaseState()
-	s.Apply(at(1, `{"type":"tick","ts":"t1"}`))
-	s.Apply(at(2, `{"type":"tick","ts":"t2"}`))
+	var enc BriefEncoder
+	step := func(st *BriefState, e *BriefEncoder, ev Event) Patch {
+		c, ok := st.Reduce(ev)
+		if !ok {
+			t.Fatalf("event at %v reduced to nothing", ev.Pos)
+		}
+		return e.Patch(st, c)
+	}
+	step(&s, &enc, at(1, `{"type":"tick","ts":"t1"}`))
+	step(&s, &enc, at(2, `{"type":"tick","ts":"t2"}`))
 	s.Brief.Log[0].Detail = "edited <by> hand"
 	s.Brief.Log = append(s.Brief.Log, LogEntry{Time: "t2.5", Action: "manual"})
-	p, _ := s.Apply(at(3, `{"type":"tick","ts":"t3"}`))
+	p := step(&s, &enc, at(3, `{"type":"tick","ts":"t3"}`))
 	var got struct{ Log []LogEntry }
 	if err := json.Unmarshal(p.Body, &got); err != nil {
 		t.Fatal(err)
@@ -96,7 +106,9 @@ func TestPatchLogFollowsChangedLog(t *testing.T) {
 		t.Errorf("patch log %s\nstate log %s", have, want)
 	}
 
-	// A state decoded from history has no cache and the same bodies.
+	// A state decoded from history, with a new encoder, gives the same
+	// bodies, also once the log is full and drops entries at its front.
+	s.LogLimit = 5
 	data, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +117,20 @@ func TestPatchLogFollowsChangedLog(t *testing.T) {
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := s.Apply(at(4, `{"type":"tick","ts":"t4"}`))
-	p2, _ := back.Apply(at(4, `{"type":"tick","ts":"t4"}`))
-	if !bytes.Equal(p1.Body, p2.Body) {
-		t.Errorf("decoded state patch differs:\n%s\n%s", p1.Body, p2.Body)
+	var fresh BriefEncoder
+	for i := int64(4); i < 12; i++ {
+		ev := at(i, fmt.Sprintf(`{"type":"tick","ts":"t%d"}`, i))
+		p1, p2 := step(&s, &enc, ev), step(&back, &fresh, ev)
+		if !bytes.Equal(p1.Body, p2.Body) {
+			t.Fatalf("event %d: decoded state patch differs:\n%s\n%s", i, p1.Body, p2.Body)
+		}
+		var once BriefEncoder
+		if p3 := once.Patch(&s, Change{Type: ev.Type, Fields: ChangedLog}); !bytes.Equal(p1.Body, p3.Body) {
+			t.Fatalf("event %d: cached log differs from a fresh encoding:\n%s\n%s", i, p1.Body, p3.Body)
+		}
+	}
+	if len(s.Brief.Log) != 5 {
+		t.Errorf("log has %d entries, want the limit 5", len(s.Brief.Log))
 	}
 }
 

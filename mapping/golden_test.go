@@ -37,7 +37,7 @@ func replay(t *testing.T, st *BriefState, path string) ([]Patch, []Event) {
 		}
 		ev.Pos = pos
 		events = append(events, ev)
-		if p, ok := st.Apply(ev); ok {
+		if p, ok := apply(st, ev); ok {
 			patches = append(patches, p)
 		}
 	}
@@ -69,7 +69,7 @@ func runExample(t *testing.T, dir, casing string) exampleRun {
 	}
 	summary := plan.Summary()
 	st := NewBriefState(d.TaskID, summary)
-	r.init = append(indentJSON(t, st.InitPatch().Body), '\n')
+	r.init = append(indentJSON(t, st.initPatch().Body), '\n')
 	patches, events := replay(t, &st, filepath.Join(dir, "events."+casing+".jsonl"))
 	var buf bytes.Buffer
 	for _, p := range patches {

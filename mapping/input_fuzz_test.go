@@ -115,7 +115,7 @@ func FuzzConductorLine(f *testing.F) {
 		ev.MapText(redact.String)
 		st := NewBriefState("T1", PlanSummary{Name: "karvi-t1", PhaseIDs: []string{"implement", "test", "docs"}})
 		ev.Pos = Position{Offset: 1}
-		p, ok := st.Apply(ev)
+		p, ok := apply(&st, ev)
 		if ok && !json.Valid(p.Body) {
 			t.Fatalf("patch body is not JSON: %s", p.Body)
 		}

@@ -32,9 +32,30 @@ const (
 	ErrConductorExit = "conductor_exit"
 )
 
-// Outcome wording shared with the lead's workflow.
+// MsgUserAbort is the blocker reason and lastError of an abort.
+const MsgUserAbort = "Plan aborted by user"
+
+// TaskStatus is a karvi task.status this project writes.
+type TaskStatus string
+
+// The karvi task statuses of a task's life here: dispatched when its plan
+// is ready, in_progress once a phase started, then completed or blocked.
 const (
-	MsgUserAbort = "Plan aborted by user"
+	TaskDispatched TaskStatus = "dispatched"
+	TaskInProgress TaskStatus = "in_progress"
+	TaskCompleted  TaskStatus = "completed"
+	TaskBlocked    TaskStatus = "blocked"
+)
+
+// DispatchState is karvi's task.dispatch.state (written into
+// task.result.dispatch, see docs/contract.md).
+type DispatchState string
+
+// Dispatch states.
+const (
+	DispatchDispatching DispatchState = "dispatching"
+	DispatchCompleted   DispatchState = "completed"
+	DispatchFailed      DispatchState = "failed"
 )
 
 // ConductorState is the part of state.json the outcome needs. Unknown fields
@@ -97,42 +118,42 @@ func ParseConductorState(data []byte) (ConductorState, error) {
 // task.dispatch.state, lastError and the blocker reason. Code is the
 // dispatch's resolution: 0 resolved, 1 rejected.
 type Outcome struct {
-	PlanStatus    PlanStatus `json:"planStatus"`
-	TaskStatus    string     `json:"taskStatus"`
-	DispatchState string     `json:"dispatchState"`
-	LastError     string     `json:"lastError,omitempty"`
-	BlockerReason string     `json:"blockerReason,omitempty"`
-	Code          int        `json:"code"`
-	ErrorType     string     `json:"errorType,omitempty"`
-	PhaseID       string     `json:"phaseId,omitempty"`
+	PlanStatus    PlanStatus    `json:"planStatus"`
+	TaskStatus    TaskStatus    `json:"taskStatus"`
+	DispatchState DispatchState `json:"dispatchState"`
+	LastError     string        `json:"lastError,omitempty"`
+	BlockerReason string        `json:"blockerReason,omitempty"`
+	Code          int           `json:"code"`
+	ErrorType     string        `json:"errorType,omitempty"`
+	PhaseID       string        `json:"phaseId,omitempty"`
 }
 
 // TaskStatusFor maps a plan status to karvi's task.status (seed 000
 // section 4); "" for an unknown status.
-func TaskStatusFor(ps PlanStatus) string {
+func TaskStatusFor(ps PlanStatus) TaskStatus {
 	switch ps {
 	case PlanPending:
-		return "dispatched"
+		return TaskDispatched
 	case PlanRunning:
-		return "in_progress"
+		return TaskInProgress
 	case PlanBlocked, PlanAborted:
-		return "blocked"
+		return TaskBlocked
 	case PlanCompleted:
-		return "completed"
+		return TaskCompleted
 	}
 	return ""
 }
 
 // DispatchStateFor maps a plan status to karvi's task.dispatch.state (seed
 // 000 section 4); "" for an unknown status.
-func DispatchStateFor(ps PlanStatus) string {
+func DispatchStateFor(ps PlanStatus) DispatchState {
 	switch ps {
 	case PlanPending, PlanRunning:
-		return "dispatching"
+		return DispatchDispatching
 	case PlanCompleted:
-		return "completed"
+		return DispatchCompleted
 	case PlanBlocked, PlanAborted:
-		return "failed"
+		return DispatchFailed
 	}
 	return ""
 }
@@ -343,4 +364,87 @@ func culprit(cs ConductorState) (PhaseState, bool) {
 		}
 	}
 	return PhaseState{}, false
+}
+
+// ConductorExit is what is known about a conductor that ended without
+// writing a terminal event: its exit status, its state.json (or why it
+// could not be read) and the end of what it printed.
+type ConductorExit struct {
+	// ExitCode is the status its supervisor recorded; -1 when none was (the
+	// supervisor died with it), 128+n for death by signal n.
+	ExitCode   int
+	State      *ConductorState
+	StateError string
+	// Output is the end of the conductor's own output, redacted.
+	Output string
+}
+
+// ExitOutcome reads the end of a run that wrote no terminal event. The
+// conductor's state.json is the truth then; edda leaves plan_status
+// "running" even when a phase exhausted its retries, so the phases decide.
+// A state that explains nothing means the conductor itself died, and its
+// exit status and last output are what a person needs.
+func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
+	phase := st.Brief.CurrentPhase
+	where := "before any phase started"
+	if phase != "" {
+		switch st.Brief.Phases[phase].Status {
+		case PhaseFailed:
+			where = "after phase " + phase + " failed"
+		case PhasePassed, PhaseSkipped:
+			where = "after phase " + phase + " ended"
+		default:
+			where = "while phase " + phase + " was running"
+		}
+	}
+	how, code := DescribeExit(x.ExitCode)
+	// Exit 0 is a conductor that believed it was done: not a crash.
+	ended := CrashOutcome
+	if x.ExitCode == 0 {
+		ended = UnfinishedOutcome
+	}
+	if x.State != nil {
+		o := OutcomeFromState(*x.State, st, plan.BudgetUSD)
+		if o.ErrorType != ErrConductorExit {
+			return o
+		}
+		return ended("", code, fmt.Sprintf(
+			"conductor %s %s, leaving the plan %s%s", how, where, x.State.PlanStatus, outputNote(x.Output)))
+	}
+	// Without state.json the event log still tells the story when the last
+	// failure used up the phase's attempts: that is "failed after N
+	// attempts", whatever happened to the file afterwards.
+	if f := st.LastFailure; f != nil && x.ExitCode == 0 &&
+		st.Brief.Phases[f.PhaseID].Status == PhaseFailed &&
+		plan.MaxAttempts > 0 && f.Attempt >= plan.MaxAttempts {
+		errType := f.ErrorType
+		if errType == "" {
+			errType = ErrCheckFailed
+		}
+		return PhaseFailedOutcome(PlanBlocked, f.PhaseID, f.Attempt, errType, f.Error)
+	}
+	return ended("", code, fmt.Sprintf(
+		"conductor %s %s and left no readable state.json (%s)%s", how, where, x.StateError, outputNote(x.Output)))
+}
+
+// DescribeExit words a conductor's exit status for a person. A status of -1
+// means the supervisor recorded none: it was killed together with the
+// conductor (SIGKILL to the group, the OOM killer), and "exit code -1" would
+// only puzzle. 128+n is the shell's report of death by signal n. It returns
+// the exit code still worth printing (0 for none).
+func DescribeExit(code int) (string, int) {
+	switch {
+	case code < 0:
+		return "was killed (no exit status was recorded)", 0
+	case code > 128 && code < 128+65:
+		return fmt.Sprintf("was killed by signal %d", code-128), 0
+	}
+	return "exited", code
+}
+
+func outputNote(output string) string {
+	if output == "" {
+		return ""
+	}
+	return "; last output: " + output
 }

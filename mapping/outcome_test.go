@@ -9,8 +9,9 @@ import (
 // Seed 000 section 4, all three tables.
 func TestStatusTables(t *testing.T) {
 	cases := []struct {
-		ps            PlanStatus
-		task, dispach string
+		ps      PlanStatus
+		task    TaskStatus
+		dispach DispatchState
 	}{
 		{PlanPending, "dispatched", "dispatching"},
 		{PlanRunning, "in_progress", "dispatching"},
@@ -98,14 +99,14 @@ func TestOutcomeFromEvent(t *testing.T) {
 		}
 	}
 	// plan_aborted right after a phase failed (on_fail: abort) names it.
-	st.Apply(at(1, `{"type":"phase_failed","phase_id":"test","attempt":2,"error":"check failed: cmd x exited 1"}`))
+	apply(&st, at(1, `{"type":"phase_failed","phase_id":"test","attempt":2,"error":"check failed: cmd x exited 1"}`))
 	o, _ = OutcomeFromEvent(Event{Type: EventPlanAborted}, st)
 	if o.LastError != "Plan aborted: Phase test failed after 2 attempts: check failed: cmd x exited 1" ||
 		o.BlockerReason != "Plan aborted: Phase test failed: cmd x exited 1" || o.PlanStatus != PlanAborted || o.ErrorType != ErrCheckFailed || o.PhaseID != "test" {
 		t.Errorf("abort after failure: %+v", o)
 	}
 	// Once the phase recovered, an abort is the user's again.
-	st.Apply(at(2, `{"type":"phase_passed","phase_id":"test","attempt":3}`))
+	apply(&st, at(2, `{"type":"phase_passed","phase_id":"test","attempt":3}`))
 	if o, _ = OutcomeFromEvent(Event{Type: EventPlanAborted}, st); o != AbortedOutcome() {
 		t.Errorf("abort after recovery: %+v", o)
 	}
@@ -186,7 +187,7 @@ func TestOutcomeFromState(t *testing.T) {
 
 func TestOutcomeFromStateFallsBackToEvents(t *testing.T) {
 	st := threePhaseState()
-	st.Apply(at(1, `{"type":"phase_failed","phase_id":"test","attempt":3,"error":"check failed: cmd y exited 2"}`))
+	apply(&st, at(1, `{"type":"phase_failed","phase_id":"test","attempt":3,"error":"check failed: cmd y exited 2"}`))
 	cs := stateJSON("blocked", `{"id":"test","status":"failed","attempts":3}`)
 	o := OutcomeFromState(cs, st, nil)
 	if o.LastError != "Phase test failed after 3 attempts: check failed: cmd y exited 2" || o.BlockerReason != "Phase test failed: cmd y exited 2" {
