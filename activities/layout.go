@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"karvi-edda-temporal/mapping"
@@ -104,63 +103,4 @@ func (l Layout) RunDir(taskID, planName string) (string, error) {
 func (l Layout) contains(path string) bool {
 	rel, err := filepath.Rel(l.root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// LoadTemplates reads every *.yaml / *.yml in dir as an operator plan
-// template (file name without extension = skill name unless the file names
-// itself); an empty dir means the built-in default only.
-func LoadTemplates(dir string) (mapping.TemplateSet, error) {
-	if dir == "" {
-		return mapping.NewTemplateSet()
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return mapping.TemplateSet{}, fmt.Errorf("read templates dir: %w", err)
-	}
-	var names []string
-	for _, e := range entries {
-		ext := filepath.Ext(e.Name())
-		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	var ts []mapping.Template
-	for _, name := range names {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return mapping.TemplateSet{}, fmt.Errorf("read template %s: %w", name, err)
-		}
-		t, err := mapping.ParseTemplate(data)
-		if err != nil {
-			return mapping.TemplateSet{}, fmt.Errorf("template %s: %w", name, err)
-		}
-		if t.Name == "" {
-			t.Name = strings.TrimSuffix(name, filepath.Ext(name))
-		}
-		ts = append(ts, t)
-	}
-	return mapping.NewTemplateSet(ts...)
-}
-
-// writeFileAtomic replaces path with data so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

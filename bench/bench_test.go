@@ -62,16 +62,17 @@ func patches(t *testing.T, path string) []json.RawMessage {
 	evs, err := os.ReadFile(path)
 	require.NoError(t, err)
 	st := mapping.NewBriefState("T1", summary)
-	out := []json.RawMessage{st.InitPatch().Body}
+	var enc mapping.BriefEncoder
+	out := []json.RawMessage{enc.Init(&st).Body}
 	var off int64
 	for _, line := range splitLines(evs) {
 		ev, err := mapping.ParseEvent(line)
 		require.NoError(t, err)
 		ev.Pos = mapping.Position{Offset: off}
 		off += int64(len(line)) + 1
-		p, ok := st.Apply(ev)
+		c, ok := st.Reduce(ev)
 		require.True(t, ok)
-		out = append(out, p.Body)
+		out = append(out, enc.Patch(&st, c).Body)
 	}
 	return out
 }

@@ -48,7 +48,8 @@ const loopMaxBytes = 256 << 10
 func (l Loop) Run(ctx context.Context) (LoopStats, error) {
 	var stats LoopStats
 	st := mapping.NewBriefState(l.TaskID, l.Summary)
-	if err := l.Karvi.PatchBrief(ctx, l.TaskID, st.InitPatch().Body); err != nil {
+	var enc mapping.BriefEncoder
+	if err := l.Karvi.PatchBrief(ctx, l.TaskID, enc.Init(&st).Body); err != nil {
 		return stats, fmt.Errorf("%s loop %s: skeleton patch: %w", l.Mode, l.TaskID, err)
 	}
 	var w *tailer.Waiter
@@ -105,7 +106,8 @@ func (l Loop) Run(ctx context.Context) (LoopStats, error) {
 			ev.Pos = mapping.Position{Gen: line.Gen, Offset: line.Offset}
 			ev.MapText(redact.String)
 			stats.Events++
-			if p, ok := st.Apply(ev); ok {
+			if c, ok := st.Reduce(ev); ok {
+				p := enc.Patch(&st, c)
 				if err := l.Karvi.PatchBrief(ctx, l.TaskID, p.Body); err != nil {
 					if ctx.Err() != nil {
 						return stats, nil

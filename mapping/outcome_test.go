@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -233,5 +234,102 @@ func TestOutcomeJSON(t *testing.T) {
 	b, _ := json.Marshal(CompletedOutcome())
 	if string(b) != `{"planStatus":"completed","taskStatus":"completed","dispatchState":"completed","code":0}` {
 		t.Errorf("%s", b)
+	}
+}
+
+// ExitOutcome: a conductor gone without a terminal event. Every row names
+// what the brief saw, what the process and state.json left, and the words
+// karvi gets.
+func TestExitOutcomeTable(t *testing.T) {
+	plan := PlanSummary{Name: "karvi-t5", PhaseIDs: []string{"implement", "test", "docs"}, MaxAttempts: 3}
+	budget := 1.0
+	withBudget := plan
+	withBudget.BudgetUSD = &budget
+	running := func() BriefState {
+		s := NewBriefState("T5", plan)
+		apply(&s, at(1, `{"type":"phase_start","phase_id":"test","attempt":1}`))
+		return s
+	}
+	failedTwice := func(n int) BriefState {
+		s := NewBriefState("T5", plan)
+		apply(&s, at(1, `{"type":"phase_start","phase_id":"test","attempt":1}`))
+		apply(&s, at(2, fmt.Sprintf(`{"type":"phase_failed","phase_id":"test","attempt":%d,"error":"check failed: cmd x exited 1"}`, n)))
+		return s
+	}
+	passed := func() BriefState {
+		s := running()
+		apply(&s, at(2, `{"type":"phase_passed","phase_id":"test","attempt":1}`))
+		return s
+	}
+	stale := &ConductorState{PlanStatus: PlanBlocked, Phases: []PhaseState{
+		{ID: "implement", Status: PhasePassed}, {ID: "test", Status: PhaseStale, Attempts: 1}}}
+	exhausted := &ConductorState{PlanStatus: PlanRunning, Phases: []PhaseState{
+		{ID: "test", Status: PhaseFailed, Attempts: 3, Error: &PhaseError{ErrorType: ErrCheckFailed, Message: "cmd x exited 1"}}}}
+	overBudget := &ConductorState{PlanStatus: PlanRunning, TotalCostUSD: 1.2, Phases: []PhaseState{
+		{ID: "test", Status: PhaseFailed, Attempts: 1, Error: &PhaseError{ErrorType: ErrBudgetExceeded, Message: "spent"}}}}
+	stillRunning := &ConductorState{PlanStatus: PlanRunning, Phases: []PhaseState{{ID: "test", Status: PhaseRunning}}}
+
+	cases := []struct {
+		name    string
+		exit    ConductorExit
+		brief   BriefState
+		plan    PlanSummary
+		errType string
+		want    string // lastError
+	}{
+		{"timeout: state.json says stale", ConductorExit{State: stale}, running(), plan,
+			ErrTimeout, "Phase test timed out"},
+		{"retries exhausted, exit 0, plan left running", ConductorExit{State: exhausted}, failedTwice(3), plan,
+			ErrCheckFailed, "Phase test failed after 3 attempts: check failed: cmd x exited 1"},
+		{"budget", ConductorExit{State: overBudget}, running(), withBudget,
+			ErrBudgetExceeded, "Budget exceeded ($1.20 spent of $1.00)"},
+		{"crash with state that explains nothing", ConductorExit{ExitCode: 2, State: stillRunning, Output: "panic: boom"}, running(), plan,
+			ErrAgentCrash, "Conductor crashed: conductor exited while phase test was running, leaving the plan running; last output: panic: boom (exit code 2)"},
+		{"exit 0 with state that explains nothing", ConductorExit{State: stillRunning}, passed(), plan,
+			ErrConductorExit, "Conductor stopped without finishing the plan: conductor exited after phase test ended, leaving the plan running"},
+		{"killed, no exit status, no state", ConductorExit{ExitCode: -1, StateError: "state.json missing"}, running(), plan,
+			ErrAgentCrash, "Conductor crashed: conductor was killed (no exit status was recorded) while phase test was running and left no readable state.json (state.json missing)"},
+		{"killed by signal 9 before any phase", ConductorExit{ExitCode: 137, StateError: "state.json missing"}, NewBriefState("T5", plan), plan,
+			ErrAgentCrash, "Conductor crashed: conductor was killed by signal 9 before any phase started and left no readable state.json (state.json missing)"},
+		{"no state.json, but the log shows the last attempt failed", ConductorExit{StateError: "state.json missing"}, failedTwice(3), plan,
+			ErrCheckFailed, "Phase test failed after 3 attempts: check failed: cmd x exited 1"},
+		{"no state.json, attempts left: not a phase failure", ConductorExit{StateError: "state.json missing"}, failedTwice(2), plan,
+			ErrConductorExit, "Conductor stopped without finishing the plan: conductor exited after phase test failed and left no readable state.json (state.json missing)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := ExitOutcome(c.exit, c.brief, c.plan)
+			if o.TaskStatus != TaskBlocked || o.DispatchState != DispatchFailed {
+				t.Errorf("status %s/%s, want blocked/failed", o.TaskStatus, o.DispatchState)
+			}
+			if o.ErrorType != c.errType {
+				t.Errorf("error type %q, want %q", o.ErrorType, c.errType)
+			}
+			if o.LastError != c.want {
+				t.Errorf("lastError\n got %q\nwant %q", o.LastError, c.want)
+			}
+		})
+	}
+}
+
+func TestDescribeExit(t *testing.T) {
+	cases := []struct {
+		code int
+		how  string
+		left int
+	}{
+		{0, "exited", 0},
+		{1, "exited", 1},
+		{128, "exited", 128},
+		{-1, "was killed (no exit status was recorded)", 0},
+		{137, "was killed by signal 9", 0},
+		{143, "was killed by signal 15", 0},
+		{255, "exited", 255},
+	}
+	for _, c := range cases {
+		how, left := DescribeExit(c.code)
+		if how != c.how || left != c.left {
+			t.Errorf("DescribeExit(%d) = %q, %d; want %q, %d", c.code, how, left, c.how, c.left)
+		}
 	}
 }

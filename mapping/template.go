@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -65,6 +68,12 @@ func (t Template) Validate() error {
 // keys are errors: a misspelt key in a hand-written template would otherwise
 // silently vanish from every plan.
 func ParseTemplate(data []byte) (Template, error) {
+	return parseTemplate(data, "")
+}
+
+// parseTemplate is ParseTemplate with a name for a template that does not
+// name itself.
+func parseTemplate(data []byte, defaultName string) (Template, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	var t Template
@@ -73,6 +82,9 @@ func ParseTemplate(data []byte) (Template, error) {
 			return Template{}, errors.New("template: empty document")
 		}
 		return Template{}, fmt.Errorf("template: invalid YAML: %w", err)
+	}
+	if t.Name == "" {
+		t.Name = defaultName
 	}
 	if err := t.Validate(); err != nil {
 		return Template{}, fmt.Errorf("template %q: %w", t.Name, err)
@@ -148,4 +160,36 @@ func (s TemplateSet) Select(d DispatchPlan) (Template, error) {
 	}
 	t, _ := s.Lookup(DefaultTemplateName)
 	return t, nil
+}
+
+// LoadTemplates reads every *.yaml and *.yml file at the top of fsys as an
+// operator plan template (the file name without its extension is the skill
+// name unless the file names itself). A nil fsys means the built-in default
+// only. It takes a file system rather than a path so that callers choose
+// where templates come from (os.DirFS for a folder) and tests need no disk.
+func LoadTemplates(fsys fs.FS) (TemplateSet, error) {
+	if fsys == nil {
+		return NewTemplateSet()
+	}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return TemplateSet{}, fmt.Errorf("read templates: %w", err)
+	}
+	var ts []Template
+	for _, e := range entries { // fs.ReadDir sorts by name
+		ext := path.Ext(e.Name())
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		data, err := fs.ReadFile(fsys, e.Name())
+		if err != nil {
+			return TemplateSet{}, fmt.Errorf("read template %s: %w", e.Name(), err)
+		}
+		t, err := parseTemplate(data, strings.TrimSuffix(e.Name(), ext))
+		if err != nil {
+			return TemplateSet{}, fmt.Errorf("template file %s: %w", e.Name(), err)
+		}
+		ts = append(ts, t)
+	}
+	return NewTemplateSet(ts...)
 }

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func TestDefaultTemplateIsTheSeeds(t *testing.T) {
@@ -178,5 +179,37 @@ func TestNewTemplateSetErrors(t *testing.T) {
 	}
 	if _, err := NewTemplateSet(Template{Name: "B", Phases: []Phase{{ID: "x"}}}); err == nil {
 		t.Error("bad name accepted")
+	}
+}
+
+func TestLoadTemplates(t *testing.T) {
+	review := "name: review\nphases:\n  - id: review\n    prompt: Review it.\n"
+	fsys := fstest.MapFS{
+		"b-review.yaml": {Data: []byte(review)},
+		"lint.yml":      {Data: []byte("phases:\n  - id: lint\n    prompt: Lint it.\n")},
+		"notes.txt":     {Data: []byte("not a template")},
+		"sub/x.yaml":    {Data: []byte("not: [read")},
+	}
+	ts, err := LoadTemplates(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"review", "lint", "default"} {
+		if _, ok := ts.Lookup(name); !ok {
+			t.Errorf("template %q missing; have %v", name, ts.Names())
+		}
+	}
+
+	builtin, err := LoadTemplates(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := builtin.Names(); len(got) != 1 || got[0] != "default" {
+		t.Errorf("built-in templates = %v, want [default]", got)
+	}
+
+	fsys["broken.yaml"] = &fstest.MapFile{Data: []byte("phases: [")}
+	if _, err := LoadTemplates(fsys); err == nil || !strings.Contains(err.Error(), "broken.yaml") {
+		t.Errorf("a broken template must be named in the error, got %v", err)
 	}
 }

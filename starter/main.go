@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -18,7 +19,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/codec"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
@@ -188,9 +188,13 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	if err != nil {
 		return err
 	}
-	ts, err := activities.LoadTemplates(templatesDir)
+	var fsys fs.FS
+	if templatesDir != "" {
+		fsys = os.DirFS(templatesDir)
+	}
+	ts, err := mapping.LoadTemplates(fsys)
 	if err != nil {
-		return err
+		return fmt.Errorf("templates %s: %w", templatesDir, err)
 	}
 	t, err := ts.Select(d)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"karvi-edda-temporal/mapping"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -84,9 +86,13 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
-	templates, err := activities.LoadTemplates(c.templates)
+	var templatesFS fs.FS
+	if c.templates != "" {
+		templatesFS = os.DirFS(c.templates)
+	}
+	templates, err := mapping.LoadTemplates(templatesFS)
 	if err != nil {
-		return fmt.Errorf("load templates: %w", err)
+		return fmt.Errorf("load templates %s: %w", c.templates, err)
 	}
 	s, err := newSink(c)
 	if err != nil {

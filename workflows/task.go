@@ -10,9 +10,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/internal/sink"
-	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -41,15 +38,23 @@ type taskRun struct {
 	st           State
 	abortCh      workflow.ReceiveChannel
 	redispatchCh workflow.ReceiveChannel
+	// enc writes brief patches; its cache is not state.
+	enc mapping.BriefEncoder
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
-	searchPhase, searchPlan, searchStatus string
+	searchPhase, searchPlan string
+	searchStatus            mapping.TaskStatus
 }
 
 func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	r := &taskRun{ctx: ctx, log: workflow.GetLogger(ctx)}
-	if in.Carry != nil {
-		r.st = *in.Carry
+	switch {
+	case in.Resume != nil:
+		r.st = *in.Resume
+		r.st.ContinuedAsNew++
+		return r, nil
+	case in.Carry != nil:
+		r.st = in.Carry.upgrade()
 		r.st.ContinuedAsNew++
 		return r, nil
 	}
@@ -64,9 +69,8 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	}
 	r.st = State{
 		Dispatch: in.Dispatch,
-		Attempt:  attempt,
-		Stage:    stagePrepare,
 		Tuning:   in.Tuning,
+		Current:  newAttempt(attempt, workflow.Now(ctx)),
 	}
 	if attempt > 1 {
 		r.st.Dispatch.Mode = "redispatch"
@@ -78,7 +82,7 @@ func (r *taskRun) setup() error {
 	r.abortCh = workflow.GetSignalChannel(r.ctx, SignalAbort)
 	r.redispatchCh = workflow.GetSignalChannel(r.ctx, SignalRedispatch)
 	if err := workflow.SetQueryHandler(r.ctx, QueryBrief, func() (mapping.Brief, error) {
-		return r.st.Brief.Brief, nil
+		return r.st.Current.Brief.Brief, nil
 	}); err != nil {
 		return fmt.Errorf("register brief query: %w", err)
 	}
@@ -98,31 +102,31 @@ func (r *taskRun) run() (Result, error) {
 			return Result{}, err
 		}
 		var err error
-		switch r.st.Stage {
-		case stagePrepare:
+		switch r.st.Current.Stage {
+		case StagePrepare:
 			err = r.prepare()
-		case stageStart:
+		case StageStart:
 			err = r.start()
-		case stageRunning:
+		case StageRunning:
 			err = r.tail()
-		case stageFinish:
+		case StageFinish:
 			err = r.finish()
-		case stageDone:
+		case StageDone:
 			return r.result(), nil
 		default:
 			return Result{}, temporal.NewNonRetryableApplicationError(
-				"unknown workflow stage "+r.st.Stage, "BadState", nil)
+				"unknown attempt stage "+string(r.st.Current.Stage), "BadState", nil)
 		}
 		if err != nil {
 			return Result{}, err
 		}
-		if r.st.Stage == stageRunning && r.shouldContinueAsNew() {
+		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
-			if !r.st.PendingAbort && !r.st.PendingRedispatch {
-				carry := r.st
-				carry.Polls = 0
+			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
+				resume := r.st
+				resume.Polls = 0
 				return Result{}, workflow.NewContinueAsNewError(r.ctx, TaskWorkflowName,
-					TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Carry: &carry})
+					TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Resume: &resume})
 			}
 		}
 	}
@@ -155,44 +159,46 @@ func (r *taskRun) drainSignals() {
 }
 
 func (r *taskRun) noteSignal(name, reason string) {
-	r.st.SignalsReceived++
-	if r.st.PendingAbort || r.st.PendingRedispatch {
+	sig := &r.st.Signals
+	sig.Received++
+	if sig.PendingAbort || sig.PendingRedispatch {
 		// Folded into the decision already pending for this burst.
-		r.st.SignalsIgnored++
+		sig.Ignored++
 	}
 	if name == SignalAbort {
-		r.st.PendingAbort = true
+		sig.PendingAbort = true
 	} else {
-		r.st.PendingRedispatch = true
+		sig.PendingRedispatch = true
 	}
-	r.log.Info("signal received", "signal", name, "reason", reason, "stage", r.st.Stage)
+	r.log.Info("signal received", "signal", name, "reason", reason, "stage", r.st.Current.Stage)
 }
 
 // takePending returns the action a burst of signals decided (abort beats
 // redispatch) and clears it.
 func (r *taskRun) takePending() string {
+	sig := &r.st.Signals
 	action := ""
 	switch {
-	case r.st.PendingAbort:
+	case sig.PendingAbort:
 		action = SignalAbort
-	case r.st.PendingRedispatch:
+	case sig.PendingRedispatch:
 		action = SignalRedispatch
 	}
-	r.st.PendingAbort, r.st.PendingRedispatch = false, false
+	sig.PendingAbort, sig.PendingRedispatch = false, false
 	return action
 }
 
 // actOnSignals applies the pending action to the current stage. In the
 // finish stage the outcome is final: finish() decides there.
 func (r *taskRun) actOnSignals() error {
-	if r.st.Stage == stageFinish || r.st.Stage == stageDone {
+	if stage := r.st.Current.Stage; stage == StageFinish || stage == StageDone {
 		return nil
 	}
 	action := r.takePending()
 	if action == "" {
 		return nil
 	}
-	if r.st.Stage == stageRunning {
+	if r.st.Current.Stage == StageRunning {
 		completed, err := r.stopConductor()
 		if err != nil {
 			return err
@@ -200,89 +206,87 @@ func (r *taskRun) actOnSignals() error {
 		if completed != nil && action == SignalAbort {
 			// The conductor finished before the abort could reach it: the
 			// truth is the conductor's, and the abort had nothing to stop.
-			r.st.SignalsIgnored++
-			r.st.Outcome = completed
-			r.st.Stage = stageFinish
+			r.st.Signals.Ignored++
+			r.decide(*completed)
 			return nil
 		}
 	}
 	if action == SignalAbort {
-		o := mapping.AbortedOutcome()
-		r.st.Outcome = &o
-		r.st.Stage = stageFinish
+		r.decide(mapping.AbortedOutcome())
 		return nil
 	}
-	r.endAttempt("redispatched", "")
-	r.newAttempt()
+	r.endAttempt(EndedRedispatched, "")
+	r.nextAttempt()
 	return nil
 }
 
-// newAttempt moves to the next attempt: a new plan name (so a new conductor
-// state directory) and REDISPATCH=1 on every phase.
-func (r *taskRun) newAttempt() {
-	r.st.Attempt++
+// decide records the attempt's outcome; finish() reports it.
+func (r *taskRun) decide(o mapping.Outcome) {
+	r.st.Current.Outcome = &o
+	r.st.Current.Stage = StageFinish
+}
+
+// nextAttempt moves to the next attempt: a new plan name (so a new
+// conductor state directory) and REDISPATCH=1 on every phase. The brief
+// stays until the new plan's skeleton replaces it, so queries keep showing
+// the last one meanwhile.
+func (r *taskRun) nextAttempt() {
+	prev := r.st.Current
 	r.st.Dispatch.Mode = "redispatch"
-	r.st.Stage = stagePrepare
-	r.st.Plan = nil
-	r.st.Handle = nil
-	r.st.Cursor = tailer.Cursor{}
-	r.st.Outcome = nil
+	r.st.Current = newAttempt(prev.N+1, workflow.Now(r.ctx))
+	r.st.Current.Brief = prev.Brief
 }
 
 func (r *taskRun) endAttempt(ended, lastError string) {
-	name := ""
-	if r.st.Plan != nil {
-		name = r.st.Plan.Summary.Name
-	}
-	r.st.Attempts = append(r.st.Attempts, AttemptSummary{
-		Attempt: r.st.Attempt, PlanName: name, Ended: ended, LastError: lastError})
+	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 }
 
 func (r *taskRun) prepare() error {
+	a := &r.st.Current
 	var info activities.PlanInfo
 	err := workflow.ExecuteActivity(prepareOptions(r.ctx), acts.PreparePlan,
-		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: r.st.Attempt}).Get(r.ctx, &info)
+		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N}).Get(r.ctx, &info)
 	if err != nil {
-		return fmt.Errorf("prepare plan for attempt %d: %w", r.st.Attempt, err)
+		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
 	}
-	r.st.Plan = &info
-	r.st.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, info.Summary)
-	r.st.Cursor = tailer.Cursor{}
-	r.st.LastEventAt = workflow.Now(r.ctx)
-	r.sendPatches([]mapping.Patch{r.st.Brief.InitPatch()})
-	if err := r.setStatus(sink.StatusUpdate{
-		Status:        "dispatched",
-		DispatchState: mapping.DispatchStateFor(mapping.PlanStatus("pending")),
+	a.Plan = &info
+	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, info.Summary)
+	a.Cursor = activities.TailCursor{}
+	a.LastEventAt = workflow.Now(r.ctx)
+	r.sendPatches([]mapping.Patch{r.enc.Init(&a.Brief)})
+	if err := r.setStatus(activities.TaskStatusUpdate{
+		Status:        mapping.TaskDispatched,
+		DispatchState: mapping.DispatchStateFor(mapping.PlanPending),
 	}); err != nil {
 		return err
 	}
-	r.st.Stage = stageStart
+	a.Stage = StageStart
 	r.upsertSearch()
 	return nil
 }
 
 func (r *taskRun) start() error {
-	var h proc.Handle
+	a := &r.st.Current
+	var h activities.ConductorHandle
 	err := workflow.ExecuteActivity(startOptions(r.ctx), acts.StartConductor,
-		activities.StartRequest{Plan: *r.st.Plan}).Get(r.ctx, &h)
+		activities.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
 	if err != nil {
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == activities.ErrConductorStart {
-			o := mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+appErr.Message())
-			r.st.Outcome = &o
-			r.st.Stage = stageFinish
+			r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+appErr.Message()))
 			return nil
 		}
-		return fmt.Errorf("start conductor for %s: %w", r.st.Plan.Summary.Name, err)
+		return fmt.Errorf("start conductor for %s: %w", a.PlanName(), err)
 	}
-	r.st.Handle = &h
-	r.st.LastEventAt = workflow.Now(r.ctx)
-	r.st.Stage = stageRunning
+	a.Conductor = &h
+	a.LastEventAt = workflow.Now(r.ctx)
+	a.Stage = StageRunning
 	return nil
 }
 
 // tail waits for the next batch of events, or a signal, whichever is first.
 func (r *taskRun) tail() error {
+	a := &r.st.Current
 	wait := r.st.Tuning.tailWait()
 	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
 		wait = limit
@@ -290,7 +294,7 @@ func (r *taskRun) tail() error {
 	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait))
 	defer cancel()
 	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, activities.TailRequest{
-		Plan: *r.st.Plan, Handle: *r.st.Handle, Cursor: r.st.Cursor, MaxWait: wait})
+		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor, MaxWait: wait})
 
 	var res activities.TailResult
 	var tailErr error
@@ -301,14 +305,14 @@ func (r *taskRun) tail() error {
 		tailErr = f.Get(r.ctx, &res)
 	})
 	sel.AddReceive(r.abortCh, func(c workflow.ReceiveChannel, _ bool) {
-		var a AbortSignal
-		c.Receive(r.ctx, &a)
-		r.noteSignal(SignalAbort, a.Reason)
+		var s AbortSignal
+		c.Receive(r.ctx, &s)
+		r.noteSignal(SignalAbort, s.Reason)
 	})
 	sel.AddReceive(r.redispatchCh, func(c workflow.ReceiveChannel, _ bool) {
-		var d RedispatchSignal
-		c.Receive(r.ctx, &d)
-		r.noteSignal(SignalRedispatch, d.Reason)
+		var s RedispatchSignal
+		c.Receive(r.ctx, &s)
+		r.noteSignal(SignalRedispatch, s.Reason)
 	})
 	sel.Select(r.ctx)
 	if !got {
@@ -317,23 +321,23 @@ func (r *taskRun) tail() error {
 		return nil
 	}
 	if tailErr != nil {
-		return fmt.Errorf("tail events of %s: %w", r.st.Plan.Summary.Name, tailErr)
+		return fmt.Errorf("tail events of %s: %w", a.PlanName(), tailErr)
 	}
 	r.st.Polls++
 	r.apply(res)
-	if r.st.Outcome != nil {
-		r.st.Stage = stageFinish
+	if a.Outcome != nil {
+		a.Stage = StageFinish
 		return nil
 	}
 	if res.Exited {
-		o := r.exitOutcome(res)
-		r.st.Outcome = &o
-		r.st.Stage = stageFinish
+		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
+			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
+		}, a.Brief, a.Plan.Summary))
 		return nil
 	}
-	if silent := workflow.Now(r.ctx).Sub(r.st.LastEventAt); silent > r.silenceLimit() {
+	if silent := workflow.Now(r.ctx).Sub(a.LastEventAt); silent > r.silenceLimit() {
 		r.log.Warn("conductor silent past its timeout; stopping it",
-			"plan", r.st.Plan.Summary.Name, "silent", silent.String())
+			"plan", a.PlanName(), "silent", silent.String())
 		completed, err := r.stopConductor()
 		if err != nil {
 			return err
@@ -342,8 +346,7 @@ func (r *taskRun) tail() error {
 		if completed != nil {
 			o = *completed
 		}
-		r.st.Outcome = &o
-		r.st.Stage = stageFinish
+		r.decide(o)
 	}
 	return nil
 }
@@ -352,46 +355,48 @@ func (r *taskRun) tail() error {
 // timeout plus a grace, since the conductor enforces phase timeouts itself
 // and this only catches a conductor that hangs.
 func (r *taskRun) silenceLimit() time.Duration {
-	if r.st.Plan == nil || r.st.Plan.Summary.TimeoutSec <= 0 {
+	p := r.st.Current.Plan
+	if p == nil || p.Summary.TimeoutSec <= 0 {
 		return 0
 	}
-	return time.Duration(r.st.Plan.Summary.TimeoutSec)*time.Second + r.st.Tuning.silenceGrace()
+	return time.Duration(p.Summary.TimeoutSec)*time.Second + r.st.Tuning.silenceGrace()
 }
 
 // apply reduces a batch into the brief, sends the resulting patches in
 // order, and notes a terminal event's outcome.
 func (r *taskRun) apply(res activities.TailResult) {
-	r.st.Cursor = res.Next
-	r.st.Malformed += res.Malformed
+	a := &r.st.Current
+	a.Cursor = res.Next
+	r.st.Counts.Malformed += res.Malformed
 	if res.MalformedSample != "" {
-		r.st.LastMalformed = res.MalformedSample
+		r.st.Counts.LastMalformed = res.MalformedSample
 	}
 	if len(res.Events) == 0 {
 		return
 	}
-	r.st.LastEventAt = workflow.Now(r.ctx)
+	a.LastEventAt = workflow.Now(r.ctx)
 	var patches []mapping.Patch
 	started := false
 	for _, ev := range res.Events {
-		p, ok := r.st.Brief.Apply(ev)
-		if ok {
-			patches = append(patches, p)
+		if c, ok := a.Brief.Reduce(ev); ok {
+			patches = append(patches, r.enc.Patch(&a.Brief, c))
 		}
-		r.st.EventsApplied++
+		a.Events++
+		r.st.Counts.EventsApplied++
 		if ev.Type == mapping.EventPhaseStart {
 			started = true
 		}
-		if ev.IsTerminal() && r.st.Outcome == nil {
-			if o, ok := mapping.OutcomeFromEvent(ev, r.st.Brief); ok {
-				r.st.Outcome = &o
+		if ev.IsTerminal() && a.Outcome == nil {
+			if o, ok := mapping.OutcomeFromEvent(ev, a.Brief); ok {
+				a.Outcome = &o
 			}
 		}
 	}
 	r.sendPatches(patches)
-	if started && r.st.TaskStatus != "in_progress" && r.st.Outcome == nil {
-		if err := r.setStatus(sink.StatusUpdate{
-			Status:        "in_progress",
-			DispatchState: mapping.DispatchStateFor(mapping.PlanStatus("running")),
+	if started && r.st.TaskStatus != mapping.TaskInProgress && a.Outcome == nil {
+		if err := r.setStatus(activities.TaskStatusUpdate{
+			Status:        mapping.TaskInProgress,
+			DispatchState: mapping.DispatchStateFor(mapping.PlanRunning),
 		}); err != nil {
 			// The status write failed for good (karvi refused it); the run
 			// goes on and the problem is visible in the status query.
@@ -401,100 +406,32 @@ func (r *taskRun) apply(res activities.TailResult) {
 	r.upsertSearch()
 }
 
-// exitOutcome reads the end of a run that wrote no terminal event: the
-// conductor's state.json is the truth then (PEERS.md). edda leaves
-// plan_status "running" even when a phase exhausted its retries, so the
-// phases decide; a state that explains nothing means the conductor itself
-// died, and its exit code and last output are what a person needs.
-func (r *taskRun) exitOutcome(res activities.TailResult) mapping.Outcome {
-	where := "before any phase started"
-	if phase := r.currentPhase(); phase != "" {
-		switch r.st.Brief.Brief.Phases[phase].Status {
-		case mapping.PhaseFailed:
-			where = "after phase " + phase + " failed"
-		case mapping.PhasePassed, mapping.PhaseSkipped:
-			where = "after phase " + phase + " ended"
-		default:
-			where = "while phase " + phase + " was running"
-		}
-	}
-	how, code := exitHow(res.ExitCode)
-	// Exit 0 is a conductor that believed it was done: not a crash.
-	ended := mapping.CrashOutcome
-	if res.ExitCode == 0 {
-		ended = mapping.UnfinishedOutcome
-	}
-	if res.State != nil {
-		o := mapping.OutcomeFromState(*res.State, r.st.Brief, r.st.Plan.Summary.BudgetUSD)
-		if o.ErrorType != mapping.ErrConductorExit {
-			return o
-		}
-		return ended("", code, fmt.Sprintf(
-			"conductor %s %s, leaving the plan %s%s", how, where, res.State.PlanStatus, tailNote(res.LogTail)))
-	}
-	// Without state.json the event log still tells the story when the last
-	// failure used up the phase's attempts: that is the seed's "failed after
-	// N attempts", whatever happened to the file afterwards.
-	if f := r.st.Brief.LastFailure; f != nil && res.ExitCode == 0 &&
-		r.st.Brief.Brief.Phases[f.PhaseID].Status == mapping.PhaseFailed &&
-		f.Attempt >= r.st.Plan.Summary.MaxAttempts && r.st.Plan.Summary.MaxAttempts > 0 {
-		errType := f.ErrorType
-		if errType == "" {
-			errType = mapping.ErrCheckFailed
-		}
-		return mapping.PhaseFailedOutcome(mapping.PlanBlocked, f.PhaseID, f.Attempt, errType, f.Error)
-	}
-	return ended("", code, fmt.Sprintf(
-		"conductor %s %s and left no readable state.json (%s)%s", how, where, res.StateError, tailNote(res.LogTail)))
-}
-
-// exitHow words the conductor's exit status for a person. A status of -1
-// means the supervisor recorded none: it was killed together with the
-// conductor (SIGKILL to the group, the OOM killer), and "exit code -1" would
-// only puzzle. 128+n is the shell's report of death by signal n. It returns
-// the exit code still worth printing (0 for none).
-func exitHow(code int) (string, int) {
-	switch {
-	case code < 0:
-		return "was killed (no exit status was recorded)", 0
-	case code > 128 && code < 128+65:
-		return fmt.Sprintf("was killed by signal %d", code-128), 0
-	}
-	return "exited", code
-}
-
-func tailNote(logTail string) string {
-	if logTail == "" {
-		return ""
-	}
-	return "; last output: " + logTail
-}
-
 // stopConductor aborts the current run and reads what it wrote up to its
 // end. It returns the conductor's own outcome when the plan had already
 // completed before it could be stopped.
 func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
-	if r.st.Handle == nil || r.st.Plan == nil {
+	a := &r.st.Current
+	if a.Conductor == nil || a.Plan == nil {
 		return nil, nil
 	}
 	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
-		activities.AbortRequest{Plan: *r.st.Plan, Handle: *r.st.Handle}).Get(r.ctx, nil)
+		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("stop conductor of %s: %w", r.st.Plan.Summary.Name, err)
+		return nil, fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
 	// The process group is gone: one more read drains the log to its end.
 	var res activities.TailResult
 	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0), acts.TailEvents, activities.TailRequest{
-		Plan: *r.st.Plan, Handle: *r.st.Handle, Cursor: r.st.Cursor}).Get(r.ctx, &res)
+		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor}).Get(r.ctx, &res)
 	if err != nil {
-		return nil, fmt.Errorf("drain events of %s: %w", r.st.Plan.Summary.Name, err)
+		return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
 	}
-	before := r.st.Outcome
+	before := a.Outcome
 	r.apply(res)
-	completed := r.st.Outcome
-	r.st.Outcome = before
-	r.st.Handle = nil
-	if completed != nil && completed.TaskStatus == "completed" {
+	completed := a.Outcome
+	a.Outcome = before
+	a.Conductor = nil
+	if completed != nil && completed.TaskStatus == mapping.TaskCompleted {
 		return completed, nil
 	}
 	return nil, nil
@@ -503,21 +440,22 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 // finish writes the task's final status. A redispatch that arrived while the
 // attempt was ending starts a new attempt; an abort has nothing left to stop.
 func (r *taskRun) finish() error {
-	o := *r.st.Outcome
-	err := r.setStatus(sink.StatusUpdate{
+	a := &r.st.Current
+	o := *a.Outcome
+	err := r.setStatus(activities.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
 		DispatchState: o.DispatchState,
 		LastError:     o.LastError,
 	})
-	ended := o.TaskStatus
-	if o.LastError == mapping.AbortedOutcome().LastError {
-		ended = "aborted"
+	ended := string(o.TaskStatus)
+	if o.LastError == mapping.MsgUserAbort {
+		ended = EndedAborted
 	}
 	r.endAttempt(ended, o.LastError)
 	r.upsertSearch()
 	if err != nil {
-		r.st.Stage = stageDone
+		a.Stage = StageDone
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("task %s ended %s but its status could not be written: %v",
 				r.st.Dispatch.TaskID, o.TaskStatus, err), activities.ErrSinkRejected, err)
@@ -525,13 +463,13 @@ func (r *taskRun) finish() error {
 	r.drainSignals()
 	switch r.takePending() {
 	case SignalRedispatch:
-		r.newAttempt()
+		r.nextAttempt()
 		return nil
 	case SignalAbort:
-		r.st.SignalsIgnored++
+		r.st.Signals.Ignored++
 		r.log.Info("abort ignored: the task already ended", "status", o.TaskStatus)
 	}
-	r.st.Stage = stageDone
+	a.Stage = StageDone
 	return nil
 }
 
@@ -548,14 +486,12 @@ func (r *taskRun) sendPatches(patches []mapping.Patch) {
 		r.log.Warn("brief patch not delivered", "task", r.st.Dispatch.TaskID, "error", err)
 		return
 	}
-	r.st.PatchesSent += len(patches)
+	r.st.Counts.PatchesSent += len(patches)
 }
 
-func (r *taskRun) setStatus(u sink.StatusUpdate) error {
+func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 	u.PlanID = r.st.Dispatch.PlanID
-	if r.st.Plan != nil {
-		u.PlanName = r.st.Plan.Summary.Name
-	}
+	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
 	err := workflow.ExecuteActivity(statusOptions(r.ctx), acts.SetTaskStatus,
 		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u}).Get(r.ctx, nil)
@@ -568,14 +504,11 @@ func (r *taskRun) setStatus(u sink.StatusUpdate) error {
 }
 
 func (r *taskRun) currentPhase() string {
-	return r.st.Brief.Brief.CurrentPhase
+	return r.st.Current.Brief.Brief.CurrentPhase
 }
 
 func (r *taskRun) upsertSearch() {
-	plan := ""
-	if r.st.Plan != nil {
-		plan = r.st.Plan.Summary.Name
-	}
+	plan := r.st.Current.PlanName()
 	phase, status := r.currentPhase(), r.st.TaskStatus
 	if plan == r.searchPlan && phase == r.searchPhase && status == r.searchStatus && r.searchPlan != "" {
 		return
@@ -588,7 +521,7 @@ func (r *taskRun) upsertSearch() {
 		updates = append(updates, SearchCurrentPhase.ValueSet(phase))
 	}
 	if status != "" {
-		updates = append(updates, SearchTaskStatus.ValueSet(status))
+		updates = append(updates, SearchTaskStatus.ValueSet(string(status)))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
 		r.log.Warn("search attributes not updated", "error", err)
@@ -598,47 +531,47 @@ func (r *taskRun) upsertSearch() {
 }
 
 func (r *taskRun) status() Status {
+	a := r.st.Current
 	s := Status{
 		TaskID:          r.st.Dispatch.TaskID,
-		Stage:           r.st.Stage,
-		Attempt:         r.st.Attempt,
+		Stage:           a.Stage,
+		Attempt:         a.N,
+		PlanName:        a.PlanName(),
 		CurrentPhase:    r.currentPhase(),
-		CompletedPhases: r.st.Brief.Brief.CompletedPhases,
+		CompletedPhases: a.Brief.Brief.CompletedPhases,
 		TaskStatus:      r.st.TaskStatus,
-		Outcome:         r.st.Outcome,
-		EventsApplied:   r.st.EventsApplied,
-		PatchesSent:     r.st.PatchesSent,
-		Malformed:       r.st.Malformed,
-		LastMalformed:   r.st.LastMalformed,
-		SignalsReceived: r.st.SignalsReceived,
-		SignalsIgnored:  r.st.SignalsIgnored,
+		Outcome:         a.Outcome,
+		EventsApplied:   r.st.Counts.EventsApplied,
+		PatchesSent:     r.st.Counts.PatchesSent,
+		Malformed:       r.st.Counts.Malformed,
+		LastMalformed:   r.st.Counts.LastMalformed,
+		SignalsReceived: r.st.Signals.Received,
+		SignalsIgnored:  r.st.Signals.Ignored,
 		SinkProblem:     r.st.SinkProblem,
 		ContinuedAsNew:  r.st.ContinuedAsNew,
-		Attempts:        r.st.Attempts,
+		Attempts:        r.st.Finished,
 	}
-	if r.st.Plan != nil {
-		s.PlanName = r.st.Plan.Summary.Name
-		s.TotalPhases = len(r.st.Plan.Summary.PhaseIDs)
+	if a.Plan != nil {
+		s.TotalPhases = len(a.Plan.Summary.PhaseIDs)
 	}
-	if r.st.Handle != nil {
-		s.ConductorPID = r.st.Handle.PID
+	if a.Conductor != nil {
+		s.ConductorPID = a.Conductor.PID
 	}
 	return s
 }
 
 func (r *taskRun) result() Result {
+	a := r.st.Current
 	res := Result{
 		TaskID:   r.st.Dispatch.TaskID,
-		Attempt:  r.st.Attempt,
-		Brief:    r.st.Brief.Brief,
-		Attempts: r.st.Attempts,
+		Attempt:  a.N,
+		PlanName: a.PlanName(),
+		Brief:    a.Brief.Brief,
+		Attempts: r.st.Finished,
 		Dispatch: r.st.Dispatch,
 	}
-	if r.st.Plan != nil {
-		res.PlanName = r.st.Plan.Summary.Name
-	}
-	if r.st.Outcome != nil {
-		res.Outcome = *r.st.Outcome
+	if a.Outcome != nil {
+		res.Outcome = *a.Outcome
 	}
 	return res
 }

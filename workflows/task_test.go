@@ -22,9 +22,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/internal/sink"
-	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -49,7 +46,7 @@ type fakeConductor struct {
 	starts, aborts, live, maxLive int
 	prepared                      []activities.PrepareRequest
 	patches                       [][]byte
-	statuses                      []sink.StatusUpdate
+	statuses                      []activities.TaskStatusUpdate
 	patchErr                      error
 }
 
@@ -72,7 +69,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			}, nil
 		})
 	env.OnActivity(acts.StartConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartRequest) (proc.Handle, error) {
+		func(_ context.Context, req activities.StartRequest) (activities.ConductorHandle, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.starts++
@@ -80,7 +77,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			if f.live > f.maxLive {
 				f.maxLive = f.live
 			}
-			return proc.Handle{PID: 1000 + f.starts, PGID: 1000 + f.starts}, nil
+			return activities.ConductorHandle{PID: 1000 + f.starts, PGID: 1000 + f.starts}, nil
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.AbortRequest) error {
@@ -139,7 +136,7 @@ func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (a
 		n = len(f.events) // a drain reads everything
 	}
 	end := min(i+n, len(f.events))
-	res := activities.TailResult{Next: tailer.Cursor{Offset: int64(end)}}
+	res := activities.TailResult{Next: activities.TailCursor{Offset: int64(end)}}
 	for _, ev := range f.events[i:end] {
 		ev.Pos = mapping.Position{Offset: int64(i)}
 		res.Events = append(res.Events, ev)
@@ -189,10 +186,10 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func statusNames(us []sink.StatusUpdate) []string {
+func statusNames(us []activities.TaskStatusUpdate) []string {
 	var out []string
 	for _, u := range us {
-		out = append(out, u.Status)
+		out = append(out, string(u.Status))
 	}
 	return out
 }
@@ -207,8 +204,8 @@ func TestHappyPathMatchesSeedExampleA(t *testing.T) {
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
-	require.Equal(t, "completed", res.Outcome.DispatchState)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.DispatchState)
 	require.Equal(t, 1, f.starts)
 	require.Equal(t, []string{"dispatched", "in_progress", "completed"}, statusNames(f.statuses))
 
@@ -244,9 +241,9 @@ func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &want))
 	require.Equal(t, want, res.Outcome)
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	last := f.statuses[len(f.statuses)-1]
-	require.Equal(t, "blocked", last.Status)
+	require.Equal(t, mapping.TaskBlocked, last.Status)
 	require.Equal(t, want.BlockerReason, last.Reason)
 	require.Equal(t, want.LastError, last.LastError)
 	require.NotEmpty(t, last.AskedAt)
@@ -287,11 +284,11 @@ func TestAbortDuringPhaseStopsConductor(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	require.Equal(t, 1, f.starts)
 	require.Equal(t, 1, f.aborts)
-	require.Equal(t, "blocked", f.statuses[len(f.statuses)-1].Status)
+	require.Equal(t, mapping.TaskBlocked, f.statuses[len(f.statuses)-1].Status)
 	require.Equal(t, "Plan aborted by user", f.statuses[len(f.statuses)-1].Reason)
 }
 
@@ -331,7 +328,7 @@ func TestRedispatchDuringPhaseStartsFreshAttempt(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
 	require.Equal(t, 2, f.starts)
 	require.Equal(t, 1, f.aborts)
@@ -385,7 +382,7 @@ func TestSilentConductorTimesOut(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Phase implement timed out", res.Outcome.LastError)
 	require.Equal(t, 1, f.aborts)
 }
@@ -399,7 +396,7 @@ func TestConductorCrashWithoutStateIsBlocked(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Contains(t, res.Outcome.LastError, "test")
 	require.Contains(t, res.Outcome.LastError, "code 3")
 }
@@ -419,7 +416,7 @@ func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 3, res.Brief.CompletedPhases, "the brief is kept in the workflow")
 	v, err := env.QueryWorkflow(QueryStatus)
 	require.NoError(t, err)
@@ -439,25 +436,77 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.True(t, errors.As(err, &can), "expected continue-as-new, got %v", err)
 	var next TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.NotNil(t, next.Carry)
-	require.Equal(t, stageRunning, next.Carry.Stage)
-	require.NotNil(t, next.Carry.Handle, "the running conductor is carried, not restarted")
-	require.Positive(t, next.Carry.EventsApplied)
-	require.Equal(t, int64(next.Carry.EventsApplied), next.Carry.Cursor.Offset)
+	require.NotNil(t, next.Resume)
+	require.Nil(t, next.Carry, "the old shape is never written")
+	cur := next.Resume.Current
+	require.Equal(t, StageRunning, cur.Stage)
+	require.NotNil(t, cur.Conductor, "the running conductor is carried, not restarted")
+	require.Positive(t, next.Resume.Counts.EventsApplied)
+	require.Equal(t, next.Resume.Counts.EventsApplied, cur.Events)
+	require.Equal(t, int64(cur.Events), cur.Cursor.Offset)
 
 	// The continued run picks up at the cursor and finishes the task without
 	// a second conductor (the knob is lifted so it runs to the end).
-	next.Carry.Tuning = nil
-	env2 := newEnv(t)
-	f.register(env2)
-	env2.ExecuteWorkflow(TaskWorkflowName, next)
-	require.NoError(t, env2.GetWorkflowError())
-	var res Result
-	require.NoError(t, env2.GetWorkflowResult(&res))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	next.Resume.Tuning = nil
+	res := runToEnd(t, f, next)
+	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, 1, f.starts)
 	want := readLines(t, "../testdata/examples/A/patches.jsonl")
 	require.Len(t, f.patches, len(want)+1, "no patch lost or doubled across continue-as-new")
+	require.Len(t, res.Attempts, 1)
+	require.Equal(t, len(f.events), res.Attempts[0].Events)
+}
+
+// A run continued-as-new by the workflow code before the attempt became a
+// value of its own hands over the flat record; the run converts it and
+// finishes the task as if it had never stopped.
+func TestContinueAsNewFromTheOldShape(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can))
+	var next TaskInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	st := next.Resume
+	cur := st.Current
+	old := &stateV1{
+		Dispatch: st.Dispatch, Attempt: cur.N, Stage: cur.Stage, Plan: cur.Plan, Handle: cur.Conductor,
+		Cursor: cur.Cursor, Brief: cur.Brief, TaskStatus: st.TaskStatus, LastEventAt: cur.LastEventAt,
+		EventsApplied: st.Counts.EventsApplied, PatchesSent: st.Counts.PatchesSent,
+		SignalsReceived: st.Signals.Received, ContinuedAsNew: st.ContinuedAsNew,
+	}
+	// Through JSON, as the server hands it over.
+	data, err := json.Marshal(map[string]any{"dispatch": next.Dispatch, "carry": old})
+	require.NoError(t, err)
+	var in TaskInput
+	require.NoError(t, json.Unmarshal(data, &in))
+	require.NotNil(t, in.Carry)
+	require.Nil(t, in.Resume)
+
+	res := runToEnd(t, f, in)
+	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
+	require.Equal(t, 1, f.starts, "the carried conductor is re-attached, not restarted")
+	want := readLines(t, "../testdata/examples/A/patches.jsonl")
+	require.Len(t, f.patches, len(want)+1, "no patch lost or doubled across the conversion")
+	wantBrief, err := os.ReadFile("../testdata/examples/A/brief.json")
+	require.NoError(t, err)
+	got, err := json.Marshal(res.Brief)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantBrief), string(got))
+}
+
+func runToEnd(t *testing.T, f *fakeConductor, in TaskInput) Result {
+	t.Helper()
+	env := newEnv(t)
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
 }
 
 func readLines(t *testing.T, path string) []string {

@@ -26,7 +26,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
@@ -117,7 +116,7 @@ func run() error {
 		return err
 	}
 	e.templates = filepath.Join(root, "bench", "templates")
-	if e.tmpls, err = activities.LoadTemplates(e.templates); err != nil {
+	if e.tmpls, err = mapping.LoadTemplates(os.DirFS(e.templates)); err != nil {
 		return err
 	}
 	data, err := os.ReadFile(filepath.Join(root, "testdata", "examples", "A", "dispatch.json"))

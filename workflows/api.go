@@ -5,9 +5,6 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -49,8 +46,13 @@ type TaskInput struct {
 	// so that its plan name, and so its conductor state directory, is new.
 	Attempt int     `json:"attempt,omitempty"`
 	Tuning  *Tuning `json:"tuning,omitempty"`
-	// Carry is the state handed over by continue-as-new; nil on a fresh start.
-	Carry *State `json:"carry,omitempty"`
+	// Resume is the state handed over by continue-as-new; nil on a fresh
+	// start.
+	Resume *State `json:"resume,omitempty"`
+	// Carry is the state as workflows continued-as-new before the attempt
+	// became a value of its own handed it over. It is only read: a run that
+	// receives it converts it and goes on (see stateV1).
+	Carry *stateV1 `json:"carry,omitempty"`
 }
 
 // Tuning holds knobs that tests and benchmarks turn; zero values mean the
@@ -105,86 +107,66 @@ type RedispatchSignal struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Stages of one attempt. The workflow is a loop over these, so a signal can
-// be honoured between any two steps.
+// Stage is where an attempt stands. The workflow is a loop over stages, so
+// a signal can be honoured between any two steps.
+type Stage string
+
+// The stages of an attempt, in order.
 const (
-	stagePrepare = "prepare" // plan not yet generated
-	stageStart   = "start"   // plan on disk, conductor not yet started
-	stageRunning = "running" // conductor started, tailing its events
-	stageFinish  = "finish"  // outcome known, task status not yet written
-	stageDone    = "done"
+	StagePrepare Stage = "prepare" // plan not yet generated
+	StageStart   Stage = "start"   // plan on disk, conductor not yet started
+	StageRunning Stage = "running" // conductor started, tailing its events
+	StageFinish  Stage = "finish"  // outcome known, task status not yet written
+	StageDone    Stage = "done"    // the task ended with this attempt
 )
 
-// State is everything a task workflow knows. It is carried whole across
-// continue-as-new, so it must round-trip through JSON.
-type State struct {
-	Dispatch mapping.DispatchPlan `json:"dispatch"`
-	Attempt  int                  `json:"attempt"`
-	Stage    string               `json:"stage"`
-	Tuning   *Tuning              `json:"tuning,omitempty"`
+// How an attempt ended (AttemptSummary.Ended).
+const (
+	EndedCompleted    = "completed"
+	EndedBlocked      = "blocked"
+	EndedAborted      = "aborted"
+	EndedRedispatched = "redispatched"
+)
 
-	Plan   *activities.PlanInfo `json:"plan,omitempty"`
-	Handle *proc.Handle         `json:"handle,omitempty"`
-	Cursor tailer.Cursor        `json:"cursor"`
-	Brief  mapping.BriefState   `json:"brief"`
-
-	// TaskStatus is the last status written to the sink.
-	TaskStatus  string           `json:"taskStatus,omitempty"`
-	LastEventAt time.Time        `json:"lastEventAt"`
-	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
-
-	// Signals not yet acted on. When both arrive before the workflow can act
-	// (a burst), abort wins: stopping is the safe choice, a burst of 100
-	// signals still ends in one decision, and at most one conductor per task
-	// is ever live. Two signal channels keep no order between them, so
-	// "last one wins" could not be honoured deterministically anyway.
-	PendingAbort      bool `json:"pendingAbort,omitempty"`
-	PendingRedispatch bool `json:"pendingRedispatch,omitempty"`
-	// Polls counts event-log polls in this run (reset by continue-as-new).
-	Polls int `json:"polls,omitempty"`
-
-	Malformed       int    `json:"malformed,omitempty"`
-	LastMalformed   string `json:"lastMalformed,omitempty"`
-	EventsApplied   int    `json:"eventsApplied,omitempty"`
-	PatchesSent     int    `json:"patchesSent,omitempty"`
-	SignalsReceived int    `json:"signalsReceived,omitempty"`
-	SignalsIgnored  int    `json:"signalsIgnored,omitempty"`
-	SinkProblem     string `json:"sinkProblem,omitempty"`
-	ContinuedAsNew  int    `json:"continuedAsNew,omitempty"`
-
-	Attempts []AttemptSummary `json:"attempts,omitempty"`
-}
-
-// AttemptSummary records how an attempt ended.
+// AttemptSummary records how a finished attempt went.
 type AttemptSummary struct {
 	Attempt  int    `json:"attempt"`
 	PlanName string `json:"planName"`
-	// Ended is "completed", "blocked", "aborted" or "redispatched".
-	Ended     string `json:"ended"`
-	LastError string `json:"lastError,omitempty"`
+	// Ended is EndedCompleted, EndedBlocked, EndedAborted or
+	// EndedRedispatched.
+	Ended     string    `json:"ended"`
+	LastError string    `json:"lastError,omitempty"`
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// Events counts the conductor events the attempt applied; Phases and
+	// CompletedPhases come from its brief.
+	Events          int      `json:"events,omitempty"`
+	Phases          int      `json:"phases,omitempty"`
+	CompletedPhases int      `json:"completedPhases,omitempty"`
+	CostUSD         *float64 `json:"costUsd,omitempty"`
 }
 
 // Status answers the status query.
 type Status struct {
-	TaskID          string           `json:"taskId"`
-	Stage           string           `json:"stage"`
-	Attempt         int              `json:"attempt"`
-	PlanName        string           `json:"planName,omitempty"`
-	CurrentPhase    string           `json:"currentPhase,omitempty"`
-	CompletedPhases int              `json:"completedPhases"`
-	TotalPhases     int              `json:"totalPhases,omitempty"`
-	TaskStatus      string           `json:"taskStatus,omitempty"`
-	Outcome         *mapping.Outcome `json:"outcome,omitempty"`
-	ConductorPID    int              `json:"conductorPid,omitempty"`
-	EventsApplied   int              `json:"eventsApplied"`
-	PatchesSent     int              `json:"patchesSent"`
-	Malformed       int              `json:"malformedLines"`
-	LastMalformed   string           `json:"lastMalformed,omitempty"`
-	SignalsReceived int              `json:"signalsReceived"`
-	SignalsIgnored  int              `json:"signalsIgnored"`
-	SinkProblem     string           `json:"sinkProblem,omitempty"`
-	ContinuedAsNew  int              `json:"continuedAsNew"`
-	Attempts        []AttemptSummary `json:"attempts,omitempty"`
+	TaskID          string             `json:"taskId"`
+	Stage           Stage              `json:"stage"`
+	Attempt         int                `json:"attempt"`
+	PlanName        string             `json:"planName,omitempty"`
+	CurrentPhase    string             `json:"currentPhase,omitempty"`
+	CompletedPhases int                `json:"completedPhases"`
+	TotalPhases     int                `json:"totalPhases,omitempty"`
+	TaskStatus      mapping.TaskStatus `json:"taskStatus,omitempty"`
+	Outcome         *mapping.Outcome   `json:"outcome,omitempty"`
+	ConductorPID    int                `json:"conductorPid,omitempty"`
+	EventsApplied   int                `json:"eventsApplied"`
+	PatchesSent     int                `json:"patchesSent"`
+	Malformed       int                `json:"malformedLines"`
+	LastMalformed   string             `json:"lastMalformed,omitempty"`
+	SignalsReceived int                `json:"signalsReceived"`
+	SignalsIgnored  int                `json:"signalsIgnored"`
+	SinkProblem     string             `json:"sinkProblem,omitempty"`
+	ContinuedAsNew  int                `json:"continuedAsNew"`
+	Attempts        []AttemptSummary   `json:"attempts,omitempty"`
 }
 
 // Result is what a task workflow returns when the task reaches its end.

@@ -1,0 +1,127 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/mapping/redact"
+)
+
+// ConductorHandle names one conductor run: its supervisor process (leader of
+// the run's session and process group) and the files it records. It is the
+// workflow's own record of the run, converted to and from the process
+// package's handle, so that package may change without touching history.
+type ConductorHandle struct {
+	PID  int `json:"pid"`
+	PGID int `json:"pgid"`
+	// StartTime is the supervisor's start time in clock ticks since boot:
+	// with PID it names one process lifetime, defeating pid reuse.
+	StartTime uint64 `json:"startTime"`
+	StartedAt string `json:"startedAt"`
+	LogPath   string `json:"logPath"`
+	ExitPath  string `json:"exitPath"`
+	Token     string `json:"token"`
+}
+
+func handleOf(h proc.Handle) ConductorHandle { return ConductorHandle(h) }
+
+func (h ConductorHandle) proc() proc.Handle { return proc.Handle(h) }
+
+// StartRequest starts (or re-attaches to) the conductor for one plan.
+type StartRequest struct {
+	Plan PlanInfo `json:"plan"`
+}
+
+// StartConductor spawns the conductor detached, in its own process group, or
+// re-attaches to the run already recorded for this plan: a retried or
+// replayed start never launches a second conductor for the same attempt.
+func (a *Activities) StartConductor(ctx context.Context, req StartRequest) (ConductorHandle, error) {
+	bin, err := exec.LookPath(a.Config.Conductor)
+	if err != nil {
+		return ConductorHandle{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("conductor %q not found: %v", a.Config.Conductor, err), ErrConductorStart, err)
+	}
+	h, attached, err := proc.Start(proc.Spec{
+		Dir:     req.Plan.RunDir,
+		Cwd:     req.Plan.Cwd,
+		Command: []string{bin, "conduct", "run", req.Plan.PlanPath, "--cwd", req.Plan.Cwd, "--json"},
+		Env:     conductorEnv(a.Config.ConductorEnv),
+	})
+	if err != nil {
+		return ConductorHandle{}, fmt.Errorf("start conductor for %s: %w", req.Plan.Summary.Name, err)
+	}
+	activity.GetLogger(ctx).Info("conductor running", "plan", req.Plan.Summary.Name,
+		"pid", h.PID, "attached", attached)
+	return handleOf(h), nil
+}
+
+// AbortRequest stops a conductor run: `conduct abort` then the process group.
+type AbortRequest struct {
+	Plan   PlanInfo        `json:"plan"`
+	Handle ConductorHandle `json:"handle"`
+}
+
+// AbortConductor stops the conductor's whole process group (TERM, then KILL
+// after the grace period) and then marks the plan aborted with `conduct
+// abort`, so that a later `conduct run` of the same plan exits at once. The
+// order matters: a running edda never re-reads state.json and its next save
+// would undo an abort written while it still runs.
+func (a *Activities) AbortConductor(ctx context.Context, req AbortRequest) error {
+	stopBeat := heartbeat(ctx, heartbeatEvery)
+	defer stopBeat()
+	logger := activity.GetLogger(ctx)
+
+	grace := a.Config.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	if err := proc.Stop(ctx, req.Handle.proc(), grace); err != nil {
+		return fmt.Errorf("stop conductor group %d of %s: %w", req.Handle.PGID, req.Plan.Summary.Name, err)
+	}
+	logger.Info("conductor stopped", "plan", req.Plan.Summary.Name, "pgid", req.Handle.PGID)
+
+	if bin, err := exec.LookPath(a.Config.Conductor); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, bin, "conduct", "abort", req.Plan.Summary.Name)
+		cmd.Dir = req.Plan.Cwd
+		cmd.Env = conductorEnv(a.Config.ConductorEnv)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			// Best effort: the plan may have no state yet, or be finished;
+			// the process group is already gone either way.
+			logger.Warn("conduct abort failed", "plan", req.Plan.Summary.Name,
+				"error", err, "output", shorten(redact.String(string(out))))
+		}
+	}
+	return nil
+}
+
+// secretEnv names environment variables of the worker that must not reach the
+// conductor and its agents: the karvi token and the payload codec key.
+var secretEnv = []string{"KARVI_API_TOKEN", "KARVI_TEMPORAL_CODEC_KEY"}
+
+// conductorEnv is the worker's environment without its secrets, plus extra.
+func conductorEnv(extra []string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		secret := false
+		for _, s := range secretEnv {
+			if name == s {
+				secret = true
+			}
+		}
+		if !secret {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}

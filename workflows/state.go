@@ -1,0 +1,153 @@
+package workflows
+
+import (
+	"time"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/mapping"
+)
+
+// State is everything a task workflow knows. It is carried whole across
+// continue-as-new, so it must round-trip through JSON.
+type State struct {
+	Dispatch mapping.DispatchPlan `json:"dispatch"`
+	Tuning   *Tuning              `json:"tuning,omitempty"`
+	// Current is the attempt in progress; once the task ended, its last.
+	Current Attempt `json:"current"`
+	// Finished summarises every attempt that ended, oldest first (the last
+	// one too, once the task ended).
+	Finished []AttemptSummary `json:"finished,omitempty"`
+	// TaskStatus is the last status written to the sink.
+	TaskStatus mapping.TaskStatus `json:"taskStatus,omitempty"`
+	Signals    SignalState        `json:"signals"`
+	Counts     Counts             `json:"counts"`
+	// SinkProblem is the last refusal from the sink, for the status query.
+	SinkProblem    string `json:"sinkProblem,omitempty"`
+	ContinuedAsNew int    `json:"continuedAsNew,omitempty"`
+	// Polls counts event-log polls in this run (reset by continue-as-new).
+	Polls int `json:"polls,omitempty"`
+}
+
+// Attempt is one run of the conductor for the task: its own plan (and so
+// its own conductor state directory), process, event log and brief.
+type Attempt struct {
+	N     int   `json:"n"`
+	Stage Stage `json:"stage"`
+	// Plan is set once the plan is on disk; Conductor once it was started,
+	// and cleared when it was stopped.
+	Plan      *activities.PlanInfo        `json:"plan,omitempty"`
+	Conductor *activities.ConductorHandle `json:"conductor,omitempty"`
+	// Cursor is how far the event log has been reduced into Brief.
+	Cursor activities.TailCursor `json:"cursor"`
+	Brief  mapping.BriefState    `json:"brief"`
+	// Outcome is set once the attempt's end is known.
+	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
+	StartedAt   time.Time        `json:"startedAt,omitzero"`
+	LastEventAt time.Time        `json:"lastEventAt,omitzero"`
+	Events      int              `json:"events,omitempty"`
+}
+
+// newAttempt is attempt n, about to prepare its plan.
+func newAttempt(n int, now time.Time) Attempt {
+	return Attempt{N: n, Stage: StagePrepare, StartedAt: now, LastEventAt: now}
+}
+
+// PlanName is the conductor plan name of the attempt, "" before its plan
+// was prepared.
+func (a Attempt) PlanName() string {
+	if a.Plan == nil {
+		return ""
+	}
+	return a.Plan.Summary.Name
+}
+
+// summary records how the attempt ended.
+func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
+	b := a.Brief.Brief
+	return AttemptSummary{
+		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
+		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
+		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, CostUSD: b.Cost.TotalUSD,
+	}
+}
+
+// SignalState holds the signals not yet acted on and the counts.
+//
+// When abort and redispatch both arrive before the workflow can act (a
+// burst), abort wins: stopping is the safe choice, a burst of 100 signals
+// still ends in one decision, and at most one conductor per task is ever
+// live. Two signal channels keep no order between them, so "last one wins"
+// could not be honoured deterministically anyway.
+type SignalState struct {
+	PendingAbort      bool `json:"pendingAbort,omitempty"`
+	PendingRedispatch bool `json:"pendingRedispatch,omitempty"`
+	Received          int  `json:"received,omitempty"`
+	// Ignored counts signals folded into a decision already pending, and
+	// aborts that came when there was nothing left to stop.
+	Ignored int `json:"ignored,omitempty"`
+}
+
+// Counts are the task's running totals over every attempt.
+type Counts struct {
+	EventsApplied int `json:"eventsApplied,omitempty"`
+	PatchesSent   int `json:"patchesSent,omitempty"`
+	Malformed     int `json:"malformed,omitempty"`
+	// LastMalformed is the (redacted, shortened) last malformed line.
+	LastMalformed string `json:"lastMalformed,omitempty"`
+}
+
+// stateV1 is State as workflows carried it across continue-as-new before
+// the attempt was a value of its own: one flat record of the task and its
+// current attempt. Runs started with it convert it once (upgrade); nothing
+// writes it any more.
+type stateV1 struct {
+	Dispatch          mapping.DispatchPlan        `json:"dispatch"`
+	Attempt           int                         `json:"attempt"`
+	Stage             Stage                       `json:"stage"`
+	Tuning            *Tuning                     `json:"tuning,omitempty"`
+	Plan              *activities.PlanInfo        `json:"plan,omitempty"`
+	Handle            *activities.ConductorHandle `json:"handle,omitempty"`
+	Cursor            activities.TailCursor       `json:"cursor"`
+	Brief             mapping.BriefState          `json:"brief"`
+	TaskStatus        mapping.TaskStatus          `json:"taskStatus,omitempty"`
+	LastEventAt       time.Time                   `json:"lastEventAt"`
+	Outcome           *mapping.Outcome            `json:"outcome,omitempty"`
+	PendingAbort      bool                        `json:"pendingAbort,omitempty"`
+	PendingRedispatch bool                        `json:"pendingRedispatch,omitempty"`
+	Polls             int                         `json:"polls,omitempty"`
+	Malformed         int                         `json:"malformed,omitempty"`
+	LastMalformed     string                      `json:"lastMalformed,omitempty"`
+	EventsApplied     int                         `json:"eventsApplied,omitempty"`
+	PatchesSent       int                         `json:"patchesSent,omitempty"`
+	SignalsReceived   int                         `json:"signalsReceived,omitempty"`
+	SignalsIgnored    int                         `json:"signalsIgnored,omitempty"`
+	SinkProblem       string                      `json:"sinkProblem,omitempty"`
+	ContinuedAsNew    int                         `json:"continuedAsNew,omitempty"`
+	Attempts          []AttemptSummary            `json:"attempts,omitempty"`
+}
+
+// upgrade is the same knowledge in today's shape. The old record did not
+// count an attempt's own events nor its start; they stay zero.
+func (v stateV1) upgrade() State {
+	return State{
+		Dispatch: v.Dispatch,
+		Tuning:   v.Tuning,
+		Current: Attempt{
+			N: v.Attempt, Stage: v.Stage, Plan: v.Plan, Conductor: v.Handle,
+			Cursor: v.Cursor, Brief: v.Brief, Outcome: v.Outcome, LastEventAt: v.LastEventAt,
+		},
+		Finished:   v.Attempts,
+		TaskStatus: v.TaskStatus,
+		Signals: SignalState{
+			PendingAbort: v.PendingAbort, PendingRedispatch: v.PendingRedispatch,
+			Received: v.SignalsReceived, Ignored: v.SignalsIgnored,
+		},
+		Counts: Counts{
+			EventsApplied: v.EventsApplied, PatchesSent: v.PatchesSent,
+			Malformed: v.Malformed, LastMalformed: v.LastMalformed,
+		},
+		SinkProblem:    v.SinkProblem,
+		ContinuedAsNew: v.ContinuedAsNew,
+		Polls:          v.Polls,
+	}
+}
