@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestDefaultTemplateIsTheSeeds(t *testing.T) {
+func TestDefaultTemplateIsImplementTestDocs(t *testing.T) {
 	tm := DefaultTemplate()
 	if err := tm.Validate(); err != nil {
 		t.Fatal(err)
