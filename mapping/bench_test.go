@@ -15,24 +15,24 @@ import (
 //
 //	go test -run '^$' -bench ParseReduce -cpu 1 ./mapping/
 //
-// The events/s metric is what the target (>= 200,000 on one core)
-// is about. The sub-benchmarks differ in how long the brief's log is, since
+// The events/s metric is what the throughput target (>= 200,000 events/s on
+// one core) is about. The sub-benchmarks differ in how long the brief's log is, since
 // every PATCH body carries the whole log (karvi replaces arrays on merge):
 //
-//   - seedA: the seed's 3-phase example, a fresh brief every 8 events.
+//   - seedA: example A's 3-phase run, a fresh brief every 8 events.
 //   - plan1000: a 1,000-event plan (3 phases with agent_progress between),
 //     a fresh brief every plan, so the log grows to DefaultLogLimit and stays.
 //   - fullLog: steady state with the log at DefaultLogLimit entries: the
 //     worst case, every body carries 500 entries.
 func BenchmarkParseReduce(b *testing.B) {
-	seed, err := os.ReadFile(filepath.Join(examplesDir, "A", "events.snake.jsonl"))
+	exampleA, err := os.ReadFile(filepath.Join(examplesDir, "A", "events.snake.jsonl"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	summary := PlanSummary{Name: "karvi-t5-020d01", PhaseIDs: []string{"implement", "test", "docs"}, TimeoutSec: 600}
 
 	b.Run("seedA", func(b *testing.B) {
-		benchStream(b, splitLines(seed), summary, true)
+		benchStream(b, splitLines(exampleA), summary, true)
 	})
 	b.Run("plan1000", func(b *testing.B) {
 		benchStream(b, progressPlan(1000), summary, true)

@@ -93,7 +93,7 @@ func TestInitPatchRedispatchResets(t *testing.T) {
 	}
 }
 
-func TestApplySection5(t *testing.T) {
+func TestApplyEventTable(t *testing.T) {
 	s := threePhaseState()
 	steps := []struct {
 		ev   Event

@@ -10,10 +10,11 @@ import (
 // followed by the command's (masked) stderr.
 var eddaExit = regexp.MustCompile(`(?s)^exit (-?\d+):?\s*(.*)$`)
 
-// DescribeCheckFailure names the command of a failed cmd_succeeds check in
-// the seed's wording ("cmd `cargo test` exited 1"), because edda's own text
-// ("exit 1:") tells a person reading the karvi board nothing. A leading
-// "check failed: " is kept; any other message is returned unchanged.
+// DescribeCheckFailure names the command of a failed cmd_succeeds check
+// ("cmd `cargo test` exited 1", the wording of the brief and lastError),
+// because edda's own text ("exit 1:") tells a person reading the karvi board
+// nothing (docs/contract.md §4.4). A leading "check failed: " is kept; any
+// other message is returned unchanged.
 func DescribeCheckFailure(c Check, message string) string {
 	if c.Type != CheckCmdSucceeds || c.Cmd == "" {
 		return message

@@ -14,7 +14,7 @@ func TestDescribeCheckFailure(t *testing.T) {
 		{"edda 0.3 with stderr", cargo, "exit 101: test auth::jwt failed", "cmd `cargo test` exited 101: test auth::jwt failed"},
 		{"prefix kept", cargo, "check failed: exit 1:", "check failed: cmd `cargo test` exited 1"},
 		{"multi-line stderr", cargo, "exit 2: line one\nline two", "cmd `cargo test` exited 2: line one\nline two"},
-		{"already seed wording", cargo, "check failed: cmd `cargo test` exited 1", "check failed: cmd `cargo test` exited 1"},
+		{"already in our wording", cargo, "check failed: cmd `cargo test` exited 1", "check failed: cmd `cargo test` exited 1"},
 		{"timeout text unchanged", cargo, "command timed out after 120s: cargo test", "command timed out after 120s: cargo test"},
 		{"other check type unchanged", Check{Type: CheckFileExists, Path: "x"}, "exit 1:", "exit 1:"},
 		{"no cmd unchanged", Check{Type: CheckCmdSucceeds}, "exit 1:", "exit 1:"},

@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// Defaults karvi applies when a dispatch plan leaves a field out (PEERS.md:
-// buildDispatchPlan defaults timeoutSec to 300; the seed's examples use
-// max_review_attempts 3, which is also edda's own default).
+// Defaults for fields a dispatch plan leaves out: karvi's dispatch builder
+// defaults timeoutSec to 300, and 3 attempts is edda's own default for
+// max_attempts (docs/contract.md §2).
 const (
 	DefaultTimeoutSec  = 300
 	DefaultMaxAttempts = 3
@@ -63,8 +63,9 @@ type Controls struct {
 	MaxReviewAttempts *int     `json:"max_review_attempts,omitempty"`
 }
 
-// DispatchPlan is karvi's dispatch instruction (seed 000 section 2 plus the
-// fields the real buildDispatchPlan adds, PEERS.md). JSON names are karvi's.
+// DispatchPlan is karvi's dispatch instruction, with every field karvi's
+// dispatch builder writes; docs/contract.md §2 says which are mapped and
+// how each is checked. JSON names are karvi's.
 type DispatchPlan struct {
 	Kind             string          `json:"kind,omitempty"`
 	Version          int             `json:"version,omitempty"`

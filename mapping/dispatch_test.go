@@ -17,10 +17,10 @@ func mustReadFile(t *testing.T, path string) []byte {
 	return b
 }
 
-func TestParseDispatchPlanSeed(t *testing.T) {
-	d, err := ParseDispatchPlan(mustReadFile(t, "../testdata/dispatch/seed.json"))
+func TestParseDispatchPlanFull(t *testing.T) {
+	d, err := ParseDispatchPlan(mustReadFile(t, "../testdata/dispatch/full.json"))
 	if err != nil {
-		t.Fatalf("seed dispatch plan rejected: %v", err)
+		t.Fatalf("full dispatch plan rejected: %v", err)
 	}
 	checks := []struct {
 		name      string

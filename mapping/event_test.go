@@ -11,7 +11,7 @@ import (
 
 func f64(f float64) *float64 { return &f }
 
-func TestParseEventSeedLinesBothCasings(t *testing.T) {
+func TestParseEventExampleLinesBothCasings(t *testing.T) {
 	for _, ex := range []string{"A", "B"} {
 		pascal := readLines(t, "../testdata/examples/"+ex+"/events.pascal.jsonl")
 		snake := readLines(t, "../testdata/examples/"+ex+"/events.snake.jsonl")

@@ -12,7 +12,8 @@ import (
 )
 
 // -update rewrites the golden files under testdata/examples from the code.
-// Review every regenerated file against seed 000 by hand before committing.
+// Review every regenerated file against docs/contract.md by hand before
+// committing.
 var update = flag.Bool("update", false, "rewrite golden files in testdata/examples")
 
 const examplesDir = "../testdata/examples"
@@ -145,27 +146,27 @@ func TestGoldenExamples(t *testing.T) {
 	}
 }
 
-// Every field and value seed 000's PATCH listing shows must be in the patch
-// we produce at the same position (we add what its table asks for and its
-// listing leaves out: startedAt, attempts on pass, by_phase, log).
-func TestGoldenContainsSeedListing(t *testing.T) {
+// Every field and value the abridged PATCH listing of an example shows must
+// be in the patch we produce at the same position (we add what the listing
+// leaves out: startedAt, attempts on pass, by_phase, log).
+func TestGoldenContainsAbridgedListing(t *testing.T) {
 	for _, ex := range []string{"A", "B"} {
 		dir := filepath.Join(examplesDir, ex)
 		run := runExample(t, dir, "snake")
-		seed := readLines(t, filepath.Join(dir, "seed_patches.jsonl"))
-		if len(seed) != len(run.bodies) {
-			t.Fatalf("%s: seed lists %d patches, we produce %d", ex, len(seed), len(run.bodies))
+		listed := readLines(t, filepath.Join(dir, "abridged_patches.jsonl"))
+		if len(listed) != len(run.bodies) {
+			t.Fatalf("%s: the listing has %d patches, we produce %d", ex, len(listed), len(run.bodies))
 		}
-		for i := range seed {
+		for i := range listed {
 			var want, got any
-			if err := json.Unmarshal(seed[i], &want); err != nil {
-				t.Fatalf("%s seed patch %d: %v", ex, i+1, err)
+			if err := json.Unmarshal(listed[i], &want); err != nil {
+				t.Fatalf("%s listed patch %d: %v", ex, i+1, err)
 			}
 			if err := json.Unmarshal(run.bodies[i], &got); err != nil {
 				t.Fatal(err)
 			}
 			if path, ok := subset(want, got, ""); !ok {
-				t.Errorf("%s PATCH %d: seed value at %s missing or different\nseed: %s\n got: %s", ex, i+1, path, seed[i], run.bodies[i])
+				t.Errorf("%s PATCH %d: listed value at %s missing or different\nlisted: %s\n   got: %s", ex, i+1, path, listed[i], run.bodies[i])
 			}
 		}
 	}
@@ -209,8 +210,9 @@ func TestSubsetCanFail(t *testing.T) {
 	}
 }
 
-// Seed 000 section 7 terminal states.
-func TestGoldenTerminalMatchesSeed(t *testing.T) {
+// The terminal states of examples A and B (docs/contract.md §10), checked
+// field by field so a regenerated golden cannot quietly change them.
+func TestGoldenTerminalMatchesExamples(t *testing.T) {
 	var a, b Outcome
 	if err := json.Unmarshal(mustReadFile(t, filepath.Join(examplesDir, "A", "terminal.json")), &a); err != nil {
 		t.Fatal(err)
@@ -229,10 +231,10 @@ func TestGoldenTerminalMatchesSeed(t *testing.T) {
 	}
 }
 
-// The plan golden is what BuildPlan gives for the seed's own section-2
-// dispatch too (same template, its upstream context).
-func TestSeedSection2Plan(t *testing.T) {
-	d := seedDispatch(t)
+// The plan golden of the full dispatch: the default template with an
+// upstream artifact as context (docs/contract.md §3.3).
+func TestFullDispatchPlan(t *testing.T) {
+	d := fullDispatch(t)
 	p, err := BuildPlan(d, 1, DefaultTemplate())
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +243,7 @@ func TestSeedSection2Plan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("..", "testdata", "dispatch", "seed.plan.yaml")
+	path := filepath.Join("..", "testdata", "dispatch", "full.plan.yaml")
 	if *update {
 		if err := os.WriteFile(path, y, 0o644); err != nil {
 			t.Fatal(err)
@@ -249,6 +251,6 @@ func TestSeedSection2Plan(t *testing.T) {
 		return
 	}
 	if want := mustReadFile(t, path); !bytes.Equal(y, want) {
-		t.Errorf("seed plan:\n%s\nwant:\n%s", y, want)
+		t.Errorf("full dispatch plan:\n%s\nwant:\n%s", y, want)
 	}
 }

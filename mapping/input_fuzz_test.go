@@ -18,7 +18,7 @@ import (
 )
 
 func FuzzParseDispatchPlan(f *testing.F) {
-	for _, p := range []string{"../testdata/examples/A/dispatch.json", "../testdata/examples/B/dispatch.json", "../testdata/dispatch/seed.json"} {
+	for _, p := range []string{"../testdata/examples/A/dispatch.json", "../testdata/examples/B/dispatch.json", "../testdata/dispatch/full.json"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Seed 000 section 4, all three tables.
+// Plan status to task status, dispatch state and code (docs/contract.md §7.1).
 func TestStatusTables(t *testing.T) {
 	cases := []struct {
 		ps      PlanStatus
@@ -121,7 +121,8 @@ func stateJSON(status string, phases string) ConductorState {
 	return cs
 }
 
-// Seed 000 section 6 and PEERS.md's outcomes without a terminal event.
+// Outcomes of a conductor that ended without a terminal event
+// (docs/contract.md §6.3 and §7.3).
 func TestOutcomeFromState(t *testing.T) {
 	passed := `{"id":"implement","status":"passed","attempts":1,"checks":[]}`
 	errPhase := func(status, typ, msg string, attempts int) string {

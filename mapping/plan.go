@@ -508,10 +508,11 @@ func kebabCase(s string) string {
 
 const redispatchEnv = "REDISPATCH"
 
-// BuildPlan turns a dispatch into the plan for one attempt, following seed
-// 000 section 2 and PEERS.md (limits and env repeated on every phase because
-// edda ignores the plan-level ones). A template phase's own timeout_sec or
-// max_attempts wins over the dispatch's: an operator who set one meant it.
+// BuildPlan turns a dispatch into the plan for one attempt
+// (docs/contract.md §3). Limits and env are repeated on every phase because
+// edda ignores the plan-level ones at run time. A template phase's own
+// timeout_sec or max_attempts wins over the dispatch's: an operator who set
+// one meant it.
 func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 	if err := d.Validate(); err != nil {
 		return Plan{}, err
@@ -584,7 +585,7 @@ func promptText(s string) string {
 }
 
 // upstreamContext renders the artifacts that carry a summary, one line each,
-// under the heading the seed uses.
+// under an "## Upstream Context" heading.
 func upstreamContext(arts []Artifact) string {
 	var lines []string
 	for _, a := range arts {

@@ -13,9 +13,9 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-func seedDispatch(t *testing.T) DispatchPlan {
+func fullDispatch(t *testing.T) DispatchPlan {
 	t.Helper()
-	d, err := ParseDispatchPlan(mustReadFile(t, "../testdata/dispatch/seed.json"))
+	d, err := ParseDispatchPlan(mustReadFile(t, "../testdata/dispatch/full.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,13 +79,13 @@ func TestPlanNameNeverCollides(t *testing.T) {
 	}
 }
 
-func TestBuildPlanSeedMapping(t *testing.T) {
-	d := seedDispatch(t)
+func TestBuildPlanFieldMapping(t *testing.T) {
+	d := fullDispatch(t)
 	p, err := BuildPlan(d, 1, DefaultTemplate())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Seed 000 section 2, row by row.
+	// docs/contract.md §3.3, row by row.
 	if want := []string{"karvi:T5", "dispatch:disp_abc123"}; !reflect.DeepEqual(p.Tags, want) {
 		t.Errorf("taskId/planId -> tags = %v, want %v", p.Tags, want)
 	}
@@ -137,7 +137,7 @@ func TestBuildPlanSeedMapping(t *testing.T) {
 }
 
 func TestBuildPlanRequiredSkillsAndRedispatch(t *testing.T) {
-	d := seedDispatch(t)
+	d := fullDispatch(t)
 	d.RequiredSkills = []string{"coding-agent", " gctx-workflow ", "coding-agent"}
 	d.Mode = ModeRedispatch
 	p, err := BuildPlan(d, 1, DefaultTemplate())
@@ -174,7 +174,7 @@ func TestBuildPlanRequiredSkillsAndRedispatch(t *testing.T) {
 }
 
 func TestBuildPlanNoPlanIDNoDispatchTag(t *testing.T) {
-	d := seedDispatch(t)
+	d := fullDispatch(t)
 	d.PlanID = ""
 	p, err := BuildPlan(d, 1, DefaultTemplate())
 	if err != nil {
@@ -228,7 +228,8 @@ func TestBuildPlanUpstreamContext(t *testing.T) {
 	}
 }
 
-// Fields seed 000 marks "NOT mapped" must not leak into plan.yaml.
+// Fields that are accepted but not mapped (docs/contract.md §2) must not leak
+// into plan.yaml.
 func TestBuildPlanNotMappedFields(t *testing.T) {
 	model := "MODEL_SENTINEL"
 	q := 73.25
@@ -361,7 +362,7 @@ func TestValidateRejectsWhatEddaRejects(t *testing.T) {
 		problem string
 	}{
 		{"uppercase name", func(p *Plan) { p.Name = "Karvi-t5" }, "name", "kebab-case"},
-		{"seed name karvi-T5", func(p *Plan) { p.Name = "karvi-T5" }, "name", "kebab-case"},
+		{"uppercase id karvi-T5", func(p *Plan) { p.Name = "karvi-T5" }, "name", "kebab-case"},
 		{"empty name", func(p *Plan) { p.Name = "" }, "name", "kebab-case"},
 		{"leading dash", func(p *Plan) { p.Name = "-x" }, "name", "kebab-case"},
 		{"underscore", func(p *Plan) { p.Name = "a_b" }, "name", "kebab-case"},
@@ -487,7 +488,7 @@ func TestParsePlanErrors(t *testing.T) {
 		"contains scalar":   "name: x\nphases:\n  - id: a\n    prompt: p\n    check:\n      - file_contains: README.md\n",
 		"wait_until short":  "name: x\nphases:\n  - id: a\n    prompt: p\n    check:\n      - wait_until: {check: {type: git_clean}}\n",
 		"edda_event null":   "name: x\nphases:\n  - id: a\n    prompt: p\n    check:\n      - edda_event: ~\n",
-		"seed name":         "name: karvi-T5\nphases:\n  - id: a\n    prompt: p\n",
+		"uppercase name":    "name: karvi-T5\nphases:\n  - id: a\n    prompt: p\n",
 		"timeout string":    "name: x\ntimeout_sec: soon\nphases:\n  - id: a\n    prompt: p\n",
 		"phases not a list": "name: x\nphases: {a: 1}\n",
 	}
@@ -498,9 +499,10 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 }
 
-// The seed's section-2 output, written as the document shows it except for
-// the name edda would reject, must parse and validate.
-func TestParsePlanSeedDocumentYAML(t *testing.T) {
+// A hand-written plan in the shape of the full dispatch's (upstream context
+// inside the prompt, quoted scalars, blank lines between phases) must parse
+// and validate.
+func TestParsePlanHandWrittenYAML(t *testing.T) {
 	y := `name: karvi-t5
 purpose: "Add user authentication with JWT. Use middleware pattern."
 timeout_sec: 600

@@ -17,21 +17,21 @@ import (
 // TemplateSet.Select.
 const DefaultTemplateName = "default"
 
-// Template is the phase structure a plan is built from (seed 000: task.skill
-// selects the plan template). Phases with an empty prompt get the dispatch
-// message.
+// Template is the phase structure a plan is built from; a task's skill
+// selects it (docs/contract.md §3.1). Phases with an empty prompt get the
+// dispatch message.
 type Template struct {
 	Name        string  `yaml:"name"`
 	Description string  `yaml:"description,omitempty"`
 	Phases      []Phase `yaml:"phases"`
 }
 
-// DefaultTemplate is the seed's implement/test/docs plan.
+// DefaultTemplate is the implement/test/docs plan of examples A and B.
 func DefaultTemplate() Template {
 	allow := true
 	return Template{
 		Name:        DefaultTemplateName,
-		Description: "Implement the task, test it, document it (BRIEF_SCHEMA example).",
+		Description: "Implement the task, test it, document it.",
 		Phases: []Phase{
 			{
 				ID: "implement",

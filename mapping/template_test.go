@@ -8,7 +8,7 @@ import (
 	"testing/fstest"
 )
 
-func TestDefaultTemplateIsTheSeeds(t *testing.T) {
+func TestDefaultTemplateIsImplementTestDocs(t *testing.T) {
 	tm := DefaultTemplate()
 	if err := tm.Validate(); err != nil {
 		t.Fatal(err)

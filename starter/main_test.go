@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// The dry run prints exactly the plan BuildPlan makes for the seed's
-// dispatch (the golden reviewed against seed 000 section 2).
+// The dry run prints exactly the plan BuildPlan makes for the full dispatch
+// (the golden reviewed against docs/contract.md §3).
 func TestPlanPrintsTheGoldenPlan(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"plan", "../testdata/dispatch/seed.json"}, nil, &out)
+	err := run(context.Background(), []string{"plan", "../testdata/dispatch/full.json"}, nil, &out)
 	require.NoError(t, err)
-	want, err := os.ReadFile("../testdata/dispatch/seed.plan.yaml")
+	want, err := os.ReadFile("../testdata/dispatch/full.plan.yaml")
 	require.NoError(t, err)
 	require.Equal(t, string(want), out.String())
 }

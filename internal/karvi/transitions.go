@@ -8,7 +8,8 @@ var Statuses = []string{
 
 // Transitions is karvi's legal task status transition table
 // (management.js ALLOWED_TASK_TRANSITIONS). A status moving to itself is
-// never legal. Do not modify.
+// never legal. It must match karvi's exactly: change it only when karvi's
+// changes.
 var Transitions = map[string][]string{
 	"pending":        {"dispatched", "cancelled"},
 	"dispatched":     {"in_progress", "pending", "cancelled"},

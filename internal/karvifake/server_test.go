@@ -92,7 +92,8 @@ func mustJSON(t *testing.T, s string) map[string]any {
 	return m
 }
 
-// expectedTransitions is PEERS.md's table, written out independently of
+// expectedTransitions is karvi's status transition table (management.js
+// ALLOWED_TASK_TRANSITIONS), written out independently of
 // karvi.Transitions so a typo in either shows up here.
 var expectedTransitions = map[string][]string{
 	"pending":        {"dispatched", "cancelled"},

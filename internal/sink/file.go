@@ -181,7 +181,8 @@ type Blocker struct {
 	AskedAt string `json:"askedAt"`
 }
 
-// Dispatch is task.dispatch as seed 000 section 4 describes it.
+// Dispatch is the task's dispatch record: state, plan and lastError
+// (docs/contract.md §7.4).
 type Dispatch struct {
 	State     string  `json:"state"`
 	PlanID    string  `json:"planId,omitempty"`

@@ -41,7 +41,8 @@ func readFile(t *testing.T, path string) []byte {
 	return b
 }
 
-// The seed's Example B patch sequence (section 7), plus a null and a log.
+// The start of example B's patch sequence (docs/contract.md §10), plus a
+// null and a log.
 var patches = []string{
 	`{"meta":{"boardType":"brief","version":1,"taskId":"T5","runtime":"edda"},"plan":{"source":"generated","name":"karvi-t5","totalPhases":3},"completedPhases":0}`,
 	`{"phases":{"implement":{"status":"running","attempts":1,"startedAt":"2026-02-28T03:00:00Z"}},"currentPhase":"implement","log":[{"action":"phase_start","detail":"implement"}]}`,

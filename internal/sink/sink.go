@@ -10,7 +10,7 @@ import (
 )
 
 // StatusUpdate is one task status change and the dispatch state that goes
-// with it (seed 000 section 4).
+// with it (docs/contract.md §7).
 type StatusUpdate struct {
 	// Status is the karvi task status to reach: in_progress, completed,
 	// blocked or dispatched (any karvi status is accepted).

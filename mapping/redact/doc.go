@@ -1,8 +1,7 @@
 // Package redact masks secrets before text reaches Temporal history, a brief
-// or a log line, following seed 003 section 8 (OMC CanonicalEvent redaction
-// rules): values under sensitive key names and values that look like
-// credentials are replaced by Mask, nothing of the original is kept, and
-// nested objects are followed to depth 10.
+// or a log line (docs/contract.md §9): values under sensitive key names and
+// values that look like credentials are replaced by Mask, nothing of the
+// original is kept, and nested objects are followed to depth 10.
 //
 // It is pure (no I/O, no globals that change) and runs on every conductor
 // event, so the common case — a short line with nothing to mask — is a single
@@ -23,8 +22,8 @@
 //   - the password in URL user info (scheme://user:password@host).
 //
 // Decisions worth knowing (see also the comments at each rule):
-//   - The seed masks every run of 40+ hex characters, so a full 40-character
-//     git commit SHA is masked; short SHAs (7-12) are not.
+//   - Every run of 40+ hex characters is masked, so a full 40-character git
+//     commit SHA is masked; short SHAs (7-12) are not.
 //   - For runs of 40+ base64 characters that are not pure hex, a cheap
 //     statistical test separates random strings from long identifiers, paths
 //     and kebab-case ids, which must survive. It misses well under 1% of
@@ -38,6 +37,6 @@
 //     still scanned for value patterns.
 //   - Under a sensitive key, booleans, null and the empty string are kept:
 //     they cannot carry a secret, and masking them would suggest one was there.
-//   - The seed's whitelist ("v0.2") is offered as Redactor.Allow; the OMC
-//     CLI's --no-redact opt-out has no place here and is not provided.
+//   - An allow list for false positives is offered (New); an opt-out that
+//     turns redaction off is deliberately not provided.
 package redact

@@ -3,7 +3,7 @@ package redact
 // A key is sensitive when one of its words (split at separators and camelCase
 // boundaries, compared case-insensitively) is a sensitive word, or two
 // adjacent words form a sensitive pair. Whole-word matching is what keeps
-// "tokens_in" (a metric in seed 003) and "secretary" readable.
+// "tokens_in" (an agent's token metric) and "secretary" readable.
 
 // sensitiveWords are single words that name a secret. The joined forms
 // ("apikey") cover keys written without a separator.
@@ -21,8 +21,8 @@ var sensitivePairs = [...][2]string{
 }
 
 // metaWords, right after a sensitive word, turn the key into a description of
-// the secret rather than the secret itself (token_usage is a token count in
-// seed 004, password_file a path, secret_name a name).
+// the secret rather than the secret itself (token_usage is a token count,
+// password_file a path, secret_name a name).
 var metaWords = [...]string{
 	"usage", "count", "counts", "limit", "limits", "budget", "in", "out",
 	"total", "used", "estimate", "type", "length", "len", "ttl", "expiry",

@@ -1,14 +1,15 @@
 package redact
 
-// minLongRun is the seed's "40자 이상 연속 hex/base64".
+// minLongRun is the length from which a run of hex or base64 characters is
+// a candidate secret (docs/contract.md §9).
 const minLongRun = 40
 
 // looksRandom decides whether a run of base64-alphabet characters (at least
 // minLongRun long) is a credential rather than a long identifier, path or
 // kebab-case id.
 //
-// Pure hex is always random here: the seed masks every long hex run, git
-// SHAs included. Otherwise the run is cut into segments at - _ / + and the
+// Pure hex is always random here: every long hex run is masked, git SHAs
+// included. Otherwise the run is cut into segments at - _ / + and the
 // pure-hex segments are set aside (UUIDs and dates inside paths are not
 // evidence of a secret). In what remains, random text betrays itself in two
 // ways that words do not:

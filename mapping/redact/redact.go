@@ -10,16 +10,16 @@ import (
 	"strings"
 )
 
-// Mask replaces every secret; seed 003 section 8 fixes the text.
+// Mask replaces every secret.
 const Mask = "***REDACTED***"
 
-// MaxDepth is how many levels of nested objects and arrays Value follows
-// (seed 003: "depth 10 제한"). The top-level object or array is level 1.
+// MaxDepth is how many levels of nested objects and arrays Value follows.
+// The top-level object or array is level 1.
 const MaxDepth = 10
 
 // Redactor masks secrets like the package functions, except for the exact
-// strings in its allow list (the seed's planned whitelist for false
-// positives). The zero value and a nil *Redactor allow nothing.
+// strings in its allow list (known false positives). The zero value and a
+// nil *Redactor allow nothing.
 type Redactor struct {
 	allow map[string]struct{}
 }
@@ -172,8 +172,8 @@ func (r *Redactor) value(v any, depth int) (any, bool) {
 }
 
 // deepMask replaces a container below MaxDepth. Content that deep is not
-// inspected, so it cannot be shown to be free of secrets, and the seed keeps
-// no original: it is masked whole. An empty container holds nothing and is
+// inspected, so it cannot be shown to be free of secrets, and no original is
+// ever kept: it is masked whole. An empty container holds nothing and is
 // kept.
 func deepMask(empty bool) (any, bool) {
 	if empty {

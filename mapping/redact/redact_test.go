@@ -49,7 +49,7 @@ var stringCases = []struct {
 	{"long base64", "blob " + longBase64 + " end", "blob " + Mask + " end"},
 	{"long base64 padded", "blob " + longBase64 + "== end", "blob " + Mask + " end"},
 	{"long hex", "sha256 " + longHex, "sha256 " + Mask},
-	{"git sha 40 is masked by the seed rule", "commit " + gitSHA + " merged", "commit " + Mask + " merged"},
+	{"git sha 40 is masked by the long hex rule", "commit " + gitSHA + " merged", "commit " + Mask + " merged"},
 	{"hex inside a path", "objects/" + longHex + "/data", "objects/" + Mask + "/data"},
 	{"url password", "DATABASE_URL postgres://app:s3cr3t-pw@db.local:5432/app", "DATABASE_URL postgres://app:" + Mask + "@db.local:5432/app"},
 

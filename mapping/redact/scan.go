@@ -96,8 +96,8 @@ func (sc *scanner) findPEM() {
 	}
 }
 
-// privateKeyLabel accepts the seed's RSA, EC and OPENSSH labels and the other
-// private key labels of the same family (PKCS#8 "PRIVATE KEY", "ENCRYPTED
+// privateKeyLabel accepts the RSA, EC and OPENSSH private key labels and the
+// others of the same family (PKCS#8 "PRIVATE KEY", "ENCRYPTED
 // PRIVATE KEY", "DSA PRIVATE KEY"); public keys and certificates are not
 // secret and stay.
 func privateKeyLabel(l string) bool {

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// threePhases is BRIEF_SCHEMA's example shape: test and docs both depend
+// threePhases is the shape of examples A and B: test and docs both depend
 // on implement, so edda's id order runs docs before test.
 const threePhases = `name: karvi-t5
 purpose: "Add user authentication with JWT."

@@ -39,20 +39,20 @@ type step struct {
 }
 
 type env struct {
-	root, out    string
-	quick        bool
-	serverAddr   string
-	serverPID    int
-	serverTuned  bool
-	cl           client.Client
-	sim          string
-	worker       string
-	templates    string
-	tmpls        mapping.TemplateSet
-	seedDispatch mapping.DispatchPlan
-	log          io.Writer
-	workerArgs   []string
-	results      *Results
+	root, out       string
+	quick           bool
+	serverAddr      string
+	serverPID       int
+	serverTuned     bool
+	cl              client.Client
+	sim             string
+	worker          string
+	templates       string
+	tmpls           mapping.TemplateSet
+	exampleDispatch mapping.DispatchPlan
+	log             io.Writer
+	workerArgs      []string
+	results         *Results
 }
 
 func (e *env) logf(format string, args ...any) {
@@ -123,7 +123,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if e.seedDispatch, err = mapping.ParseDispatchPlan(data); err != nil {
+	if e.exampleDispatch, err = mapping.ParseDispatchPlan(data); err != nil {
 		return err
 	}
 

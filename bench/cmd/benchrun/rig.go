@@ -126,10 +126,10 @@ type task struct {
 	loops      map[contender]bench.LoopStats
 }
 
-// newTask builds a dispatch from the seed's example A with the simulator
+// newTask builds a dispatch from example A's with the simulator
 // directives in its message, and works out where its events will be.
 func (r *rig) newTask(id, skill, directives string, tuning *workflows.Tuning) (*task, error) {
-	d := r.e.seedDispatch
+	d := r.e.exampleDispatch
 	d.TaskID = id
 	d.Skill = skill
 	d.Message = "Add user authentication with JWT. " + directives

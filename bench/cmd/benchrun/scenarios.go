@@ -17,8 +17,8 @@ import (
 	"karvi-edda-temporal/workflows"
 )
 
-// seedCosts makes the simulator report example A's costs per phase.
-const seedCosts = "[sim phase=implement cost=0.85] [sim phase=test cost=0.42] [sim phase=docs cost=0.18]"
+// exampleACosts makes the simulator report example A's costs per phase.
+const exampleACosts = "[sim phase=implement cost=0.85] [sim phase=test cost=0.42] [sim phase=docs cost=0.18]"
 
 func (e *env) pick(full, quick int) int {
 	if e.quick {
@@ -135,8 +135,8 @@ func ratio(a, b float64) float64 {
 // the 100-task plan 14 events per task over about 9 s (3 phases of 3 s, 2
 // progress events each), about 150 events/s in all once every task runs.
 const (
-	latency1Plan   = "[sim checks=pass delay=2s events=20] " + seedCosts
-	latency100Plan = "[sim checks=pass delay=3s events=2] " + seedCosts
+	latency1Plan   = "[sim checks=pass delay=2s events=20] " + exampleACosts
+	latency100Plan = "[sim checks=pass delay=3s events=2] " + exampleACosts
 )
 
 func (e *env) latency1(ctx context.Context) error {
@@ -155,7 +155,7 @@ func (e *env) tunedLatency(ctx context.Context) error {
 	return e.latencyScenario(ctx, "latency100-tuned", e.pick(100, 20), e.pick(3, 1), latency100Plan)
 }
 
-// cost measures history per task: the seed's 3-phase example (each event
+// cost measures history per task: example A's 3-phase run (each event
 // on its own, as with real agents) and 1,000-event plans, spread out (many
 // batches), in one burst, and with continue-as-new every 20 polls.
 func (e *env) cost(ctx context.Context) error {
@@ -170,7 +170,7 @@ func (e *env) cost(ctx context.Context) error {
 		parallel                bool
 	}
 	variants := []variant{
-		{"seed 3-phase example", "sequential", "[sim checks=pass delay=1s] " + seedCosts, nil, false},
+		{"seed 3-phase example", "sequential", "[sim checks=pass delay=1s] " + exampleACosts, nil, false},
 		{"1,000 events over 20s", "single", "[sim checks=pass events=1000 delay=20s]", nil, true},
 		{"1,000 events in one burst", "single", "[sim checks=pass events=1000 delay=100ms]", nil, true},
 		{"1,000 events over 20s, continue-as-new every 20 polls", "single", "[sim checks=pass events=1000 delay=20s]",
@@ -179,7 +179,7 @@ func (e *env) cost(ctx context.Context) error {
 	runs := e.pick(3, 1)
 	var all []*task
 	byVariant := map[string][]*task{}
-	// The seed example runs alone (its batching is the point); the
+	// Example A runs alone (its batching is the point); the
 	// 1,000-event plans run together to keep the scenario short.
 	for vi, v := range variants {
 		for k := range runs {
@@ -313,7 +313,7 @@ func (e *env) throughput(ctx context.Context) error {
 	return nil
 }
 
-// tasksPerMinute starts many short tasks (the seed example with 50 ms
+// tasksPerMinute starts many short tasks (example A with 50 ms
 // phases) at once and times them to the last completion.
 func (e *env) tasksPerMinute(ctx context.Context) error {
 	n := e.pick(100, 20)
@@ -329,7 +329,7 @@ func (e *env) tasksPerMinute(ctx context.Context) error {
 	for run := 1; run <= runs; run++ {
 		var tasks []*task
 		for i := range n {
-			t, err := r.newTask(fmt.Sprintf("tpm-r%d-t%d", run, i), "sequential", "[sim checks=pass delay=50ms] "+seedCosts, nil)
+			t, err := r.newTask(fmt.Sprintf("tpm-r%d-t%d", run, i), "sequential", "[sim checks=pass delay=50ms] "+exampleACosts, nil)
 			if err != nil {
 				return err
 			}
