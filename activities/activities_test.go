@@ -16,7 +16,7 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
-func seedDispatch(t *testing.T) mapping.DispatchPlan {
+func exampleDispatch(t *testing.T) mapping.DispatchPlan {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/examples/A/dispatch.json")
 	require.NoError(t, err)
@@ -32,7 +32,7 @@ func TestLayoutKeepsEverythingInsideTheRoot(t *testing.T) {
 	l, err := NewLayout(root)
 	require.NoError(t, err)
 
-	d := seedDispatch(t)
+	d := exampleDispatch(t)
 	cwd, err := l.TaskCwd(d)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(l.Root(), "tasks", "T5"), cwd)
@@ -63,7 +63,7 @@ func TestPreparePlanWritesIdempotentPlanUnderRoot(t *testing.T) {
 	aenv := env.NewTestActivityEnvironment()
 	aenv.RegisterActivity(a)
 
-	req := PrepareRequest{Dispatch: seedDispatch(t), Attempt: 2}
+	req := PrepareRequest{Dispatch: exampleDispatch(t), Attempt: 2}
 	v, err := aenv.ExecuteActivity(a.PreparePlan, req)
 	require.NoError(t, err)
 	var info PlanInfo
@@ -87,7 +87,7 @@ func TestPreparePlanWritesIdempotentPlanUnderRoot(t *testing.T) {
 	require.Equal(t, first, again)
 
 	// A bad dispatch is final, and writes nothing.
-	bad := seedDispatch(t)
+	bad := exampleDispatch(t)
 	bad.TaskID = "../../etc"
 	_, err = aenv.ExecuteActivity(a.PreparePlan, PrepareRequest{Dispatch: bad, Attempt: 1})
 	var appErr *temporal.ApplicationError
@@ -110,10 +110,10 @@ func TestStartConductorMissingBinaryIsFinal(t *testing.T) {
 	require.Contains(t, err.Error(), "no-such-edda-binary")
 }
 
-// writePlan builds the seed plan into dir and returns its path.
+// writePlan builds example A's plan into dir and returns its path.
 func writePlan(t *testing.T, dir string) string {
 	t.Helper()
-	p, err := mapping.BuildPlan(seedDispatch(t), 1, mapping.DefaultTemplate())
+	p, err := mapping.BuildPlan(exampleDispatch(t), 1, mapping.DefaultTemplate())
 	require.NoError(t, err)
 	data, err := mapping.MarshalPlan(p)
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Brief phase statuses (seed 000 section 3, 1:1 with edda's PhaseStatus).
+// Brief phase statuses, 1:1 with edda's PhaseStatus (docs/contract.md 5.1).
 const (
 	PhasePending  = "pending"
 	PhaseRunning  = "running"
@@ -22,7 +22,8 @@ const (
 // stay bounded.
 const DefaultLogLimit = 500
 
-// Brief is edda's brief, JSON exactly as seed 000 section 3.
+// Brief is the task's brief on karvi, field for field as docs/contract.md
+// (5.1) lists it.
 type Brief struct {
 	Meta            BriefMeta             `json:"meta"`
 	Plan            BriefPlan             `json:"plan"`
@@ -400,7 +401,7 @@ func otherDetail(ev Event) string {
 }
 
 // errorPrefixes are the error-type prefixes edda puts before a phase error
-// message; the brief shows the message alone (seed example B, PATCH 5).
+// message; the brief shows the message alone (example B's fifth patch).
 var errorPrefixes = []struct{ prefix, errType string }{
 	{"check failed: ", "check_failed"},
 	{"check_failed: ", "check_failed"},

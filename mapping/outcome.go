@@ -128,8 +128,8 @@ type Outcome struct {
 	PhaseID       string        `json:"phaseId,omitempty"`
 }
 
-// TaskStatusFor maps a plan status to karvi's task.status (seed 000
-// section 4); "" for an unknown status.
+// TaskStatusFor maps a plan status to karvi's task.status (docs/contract.md
+// 7.1); "" for an unknown status.
 func TaskStatusFor(ps PlanStatus) TaskStatus {
 	switch ps {
 	case PlanPending:
@@ -144,8 +144,8 @@ func TaskStatusFor(ps PlanStatus) TaskStatus {
 	return ""
 }
 
-// DispatchStateFor maps a plan status to karvi's task.dispatch.state (seed
-// 000 section 4); "" for an unknown status.
+// DispatchStateFor maps a plan status to karvi's task.dispatch.state (docs/contract.md
+// 7.1); "" for an unknown status.
 func DispatchStateFor(ps PlanStatus) DispatchState {
 	switch ps {
 	case PlanPending, PlanRunning:
@@ -179,7 +179,7 @@ func CompletedOutcome() Outcome {
 	return outcome(PlanCompleted, "", "", "", "")
 }
 
-// AbortedOutcome is a user abort (seed: "Plan aborted by user").
+// AbortedOutcome is a user abort: "Plan aborted by user".
 func AbortedOutcome() Outcome {
 	return outcome(PlanAborted, ErrUserAbort, "", MsgUserAbort, MsgUserAbort)
 }
@@ -240,8 +240,9 @@ func BudgetOutcome(spentUSD float64, budgetUSD *float64) Outcome {
 
 // PhaseFailedOutcome is a phase that failed for good. For a check failure
 // lastError reads "Phase test failed after 3 attempts: check failed: <msg>"
-// (the issue's wording) and the blocker "Phase test failed: <msg>" (seed
-// example B). Other error types use the seed section 4 wording for both.
+// (the attempts and the error type) and the blocker "Phase test failed:
+// <msg>" (example B). Other error types use one wording for both
+// (docs/contract.md 7.3).
 func PhaseFailedOutcome(ps PlanStatus, phaseID string, attempts int, errType, message string) Outcome {
 	msg := StripErrorPrefix(strings.TrimSpace(message))
 	switch errType {
@@ -277,7 +278,7 @@ func PhaseFailedOutcome(ps PlanStatus, phaseID string, attempts int, errType, me
 // completes the task; plan_aborted blocks it. The real conductor writes
 // plan_aborted after a phase failed under on_fail: abort (its `conduct
 // abort` writes no event), so when the brief shows the failed phase the
-// outcome names it; otherwise it is the seed's user abort.
+// outcome names it; otherwise it is a user abort.
 func OutcomeFromEvent(ev Event, st BriefState) (Outcome, bool) {
 	switch ev.Type {
 	case EventPlanCompleted:
@@ -298,7 +299,7 @@ func OutcomeFromEvent(ev Event, st BriefState) (Outcome, bool) {
 
 // OutcomeFromState decides the outcome from state.json once the conductor
 // has exited without a terminal event (retries exhausted, a stale phase,
-// agent budget or crash errors, plan budget exhausted: PEERS.md). budgetUSD
+// agent budget or crash errors, plan budget exhausted: docs/contract.md 6.3). budgetUSD
 // is the plan's budget when known.
 func OutcomeFromState(cs ConductorState, st BriefState, budgetUSD *float64) Outcome {
 	ps := cs.PlanStatus

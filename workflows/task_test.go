@@ -194,7 +194,7 @@ func statusNames(us []activities.TaskStatusUpdate) []string {
 	return out
 }
 
-func TestHappyPathMatchesSeedExampleA(t *testing.T) {
+func TestHappyPathMatchesExampleA(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
 	f.register(env)
