@@ -138,6 +138,11 @@ func (f *File) PatchBrief(ctx context.Context, taskID string, body json.RawMessa
 	return nil
 }
 
+// CurrentBrief is Brief, for the Sink interface.
+func (f *File) CurrentBrief(_ context.Context, taskID string) (map[string]any, error) {
+	return f.Brief(taskID)
+}
+
 // Brief returns the task's brief.json, or nil when it does not exist.
 func (f *File) Brief(taskID string) (map[string]any, error) {
 	if err := checkTaskID("file sink read brief", taskID); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"time"
 
@@ -59,6 +60,22 @@ func NewKarvi(c *karvi.Client, opts ...KarviOption) *Karvi {
 // brief fails with karvi.IsNoBrief.
 func (k *Karvi) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
 	return k.c.PatchBrief(ctx, taskID, body)
+}
+
+// CurrentBrief reads the task's brief from karvi; nil when karvi has none.
+func (k *Karvi) CurrentBrief(ctx context.Context, taskID string) (map[string]any, error) {
+	raw, err := k.c.GetBrief(ctx, taskID)
+	if karvi.IsNoBrief(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b map[string]any
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("karvi sink read brief of %s: %w", taskID, err)
+	}
+	return b, nil
 }
 
 // replans bounds how often SetStatus re-reads the task after karvi refused

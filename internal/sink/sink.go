@@ -29,12 +29,16 @@ type StatusUpdate struct {
 	AskedAt string
 }
 
-// Sink receives a task's brief PATCHes and status changes. Both methods are
+// Sink receives a task's brief PATCHes and status changes. Both writes are
 // safe to retry: a repeated PATCH merges to the same brief, and a status the
 // task already has is a no-op.
 type Sink interface {
 	PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error
 	SetStatus(ctx context.Context, taskID string, u StatusUpdate) error
+	// CurrentBrief is the brief as the sink holds it, decoded; nil when the
+	// sink has none for the task. Delivery reads it after a crash to learn
+	// which patches already arrived.
+	CurrentBrief(ctx context.Context, taskID string) (map[string]any, error)
 }
 
 var (

@@ -1,0 +1,80 @@
+package mapping
+
+import (
+	"encoding/json"
+	"reflect"
+)
+
+// SinkHolds reports whether a brief as a sink holds it (decoded JSON) says
+// exactly what b says in the parts this project writes: plan, phases,
+// currentPhase, completedPhases, cost, artifacts and log. meta is left out
+// (karvi stamps updatedAt on every write), and so are keys whose value is
+// null, since a PATCH cannot delete a key and a reset leaves nulls behind.
+//
+// Every PATCH carries the brief's whole log, and every event adds a log
+// entry, so the sink's brief matches the state after exactly one of a run
+// of events: the last one it received. Delivery uses that to resume after a
+// crash without sending any patch twice (docs/contract.md 5.5).
+func SinkHolds(sink map[string]any, b *Brief) bool {
+	if sink == nil || !sameLog(sink["log"], b.Log) {
+		return false
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return false
+	}
+	var ours map[string]any
+	if err := json.Unmarshal(data, &ours); err != nil {
+		return false
+	}
+	for _, k := range []string{"plan", "phases", "currentPhase", "completedPhases", "cost", "artifacts"} {
+		if !reflect.DeepEqual(withoutNulls(sink[k]), withoutNulls(ours[k])) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameLog compares a sink's log with ours by length and last entry first:
+// that settles almost every comparison without encoding the brief.
+func sameLog(sink any, log []LogEntry) bool {
+	entries, ok := sink.([]any)
+	if !ok {
+		return sink == nil && len(log) == 0
+	}
+	if len(entries) != len(log) {
+		return false
+	}
+	for i := len(log) - 1; i >= 0; i-- {
+		e, ok := entries[i].(map[string]any)
+		if !ok {
+			return false
+		}
+		want := log[i]
+		if e["time"] != want.Time || e["agent"] != want.Agent || e["action"] != want.Action || e["detail"] != want.Detail {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutNulls drops null values from objects, recursively.
+func withoutNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e != nil {
+				out[k] = withoutNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutNulls(e)
+		}
+		return out
+	}
+	return v
+}
