@@ -3,6 +3,7 @@ module karvi-edda-temporal
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.4.0 // indirect
 	github.com/facebookgo/clock v0.0.0-20150410010913-600d898af40a // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
@@ -17,6 +18,7 @@ require (
 	github.com/stretchr/testify v1.12.1 // indirect
 	go.temporal.io/api v1.64.1 // indirect
 	go.temporal.io/sdk v1.50.0 // indirect
+	go.temporal.io/sdk/contrib/envconfig v1.0.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
