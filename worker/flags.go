@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows"
 )
 
 type config struct {
@@ -80,7 +81,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 // from its environment variable through the flag's own parser, so a bad
 // value is reported the same way, naming the variable.
 func parseFlags(args []string, getenv func(string) string) (config, error) {
-	var c config
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
 	fs := newFlagSet(&c)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -117,7 +118,7 @@ func want(f *flag.Flag) string {
 }
 
 func printUsage(w io.Writer) {
-	var c config
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
 	fs := newFlagSet(&c)
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageHeader)

@@ -57,7 +57,7 @@ func run(c config) error {
 		return err
 	}
 
-	conn, err := temporalconn.Load(c.conn, workflows.DefaultTaskQueue)
+	conn, err := temporalconn.Load(c.conn)
 	if err != nil {
 		return err
 	}

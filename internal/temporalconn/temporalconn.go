@@ -24,11 +24,15 @@ const (
 // EnvTaskQueue names the task queue when -task-queue is not given.
 const EnvTaskQueue = "KARVI_EDDA_TASK_QUEUE"
 
-// Flags are what the command line says; an empty field was not given.
+// Flags are what the command line says (an empty field was not given),
+// and the caller's default task queue.
 type Flags struct {
 	Address   string
 	Namespace string
 	TaskQueue string
+	// DefaultTaskQueue is the queue when neither -task-queue nor
+	// KARVI_EDDA_TASK_QUEUE names one.
+	DefaultTaskQueue string
 }
 
 // Register adds -address, -namespace and -task-queue to fs. The same Flags
@@ -36,9 +40,9 @@ type Flags struct {
 // subcommand's): registering never resets a value, and the last one given
 // wins.
 func (f *Flags) Register(fs *flag.FlagSet) {
-	fs.Func("address", "Temporal frontend `host:port` (default TEMPORAL_ADDRESS, else the profile's address, else "+DefaultAddress+")", setString(&f.Address))
-	fs.Func("namespace", "Temporal `namespace` (default TEMPORAL_NAMESPACE, else the profile's namespace, else "+DefaultNamespace+")", setString(&f.Namespace))
-	fs.Func("task-queue", "task `queue` (default "+EnvTaskQueue+", else the built-in queue)", setString(&f.TaskQueue))
+	fs.Func("address", "the Temporal frontend, `host:port` (default: $TEMPORAL_ADDRESS, else the profile's, else "+DefaultAddress+")", setString(&f.Address))
+	fs.Func("namespace", "the Temporal `namespace` (default: $TEMPORAL_NAMESPACE, else the profile's, else "+DefaultNamespace+")", setString(&f.Namespace))
+	fs.Func("task-queue", "the task `queue` (default: $"+EnvTaskQueue+", else "+f.DefaultTaskQueue+")", setString(&f.TaskQueue))
 }
 
 func setString(p *string) func(string) error {
@@ -63,17 +67,15 @@ type Config struct {
 
 // Load resolves the connection from the profile file, the environment and
 // f, in that order of increasing precedence (see the package comment).
-// defaultTaskQueue is the queue when neither f nor the environment names
-// one.
-func Load(f Flags, defaultTaskQueue string) (Config, error) {
+func Load(f Flags) (Config, error) {
 	keys, err := codec.KeysFromEnv()
 	if err != nil {
 		return Config{}, err
 	}
-	return load(f, defaultTaskQueue, envconfig.EnvLookupOS, keys)
+	return load(f, envconfig.EnvLookupOS, keys)
 }
 
-func load(f Flags, defaultTaskQueue string, env envconfig.EnvLookup, keys *codec.Keys) (Config, error) {
+func load(f Flags, env envconfig.EnvLookup, keys *codec.Keys) (Config, error) {
 	// envconfig ignores a boolean it cannot read, which would leave TLS in
 	// a state nobody asked for; a typo should be an error instead.
 	for _, name := range []string{"TEMPORAL_TLS", "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"} {
@@ -94,7 +96,7 @@ func load(f Flags, defaultTaskQueue string, env envconfig.EnvLookup, keys *codec
 	}
 	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: env})
 	if err != nil {
-		return Config{}, fmt.Errorf("Temporal connection settings (%s): %w", c.source(), err)
+		return Config{}, fmt.Errorf("Temporal connection settings from %s: %w", c.source(), err)
 	}
 	if f.Address != "" {
 		opts.HostPort = f.Address
@@ -118,7 +120,7 @@ func load(f Flags, defaultTaskQueue string, env envconfig.EnvLookup, keys *codec
 		c.TaskQueue, _ = env.LookupEnv(EnvTaskQueue)
 	}
 	if c.TaskQueue == "" {
-		c.TaskQueue = defaultTaskQueue
+		c.TaskQueue = f.DefaultTaskQueue
 	}
 	return c, nil
 }
@@ -141,9 +143,9 @@ func profileSource(env envconfig.EnvLookup) (file, profile string) {
 func (c Config) source() string {
 	switch {
 	case c.ConfigFile != "":
-		return fmt.Sprintf("profile %q of %s, and the environment", c.Profile, c.ConfigFile)
+		return fmt.Sprintf("profile %q of %s and the environment", c.Profile, c.ConfigFile)
 	case c.lookedAt != "":
-		return fmt.Sprintf("the environment; no profile file at %s", c.lookedAt)
+		return fmt.Sprintf("the environment, no profile file at %s", c.lookedAt)
 	default:
 		return "the environment"
 	}
@@ -177,12 +179,12 @@ func (c Config) Dial(ctx context.Context, logger log.Logger) (client.Client, err
 	opts.Logger = logger
 	cl, err := client.DialContext(ctx, opts)
 	if err != nil {
-		tls := "without TLS"
+		tls := "no TLS"
 		if c.TLS() {
-			tls = "with TLS"
+			tls = "TLS"
 		}
-		return nil, fmt.Errorf("connect to Temporal at %s %s (namespace %s; settings from %s): %w",
-			opts.HostPort, tls, opts.Namespace, c.source(), err)
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s, %s; settings from %s): %w",
+			opts.HostPort, opts.Namespace, tls, c.source(), err)
 	}
 	return cl, nil
 }

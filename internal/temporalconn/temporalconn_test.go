@@ -93,7 +93,8 @@ func TestPrecedenceFlagsOverEnvOverProfileOverDefaults(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := load(c.flags, "built-in", c.env, nil)
+			c.flags.DefaultTaskQueue = "built-in"
+			cfg, err := load(c.flags, c.env, nil)
 			require.NoError(t, err)
 			require.Equal(t, c.addr, cfg.Options.HostPort)
 			require.Equal(t, c.ns, cfg.Options.Namespace)
@@ -109,42 +110,42 @@ func TestTLSAndCredentials(t *testing.T) {
 	file := writeProfile(t, profiles)
 	missing := filepath.Join(t.TempDir(), "none.toml")
 
-	cfg, err := load(Flags{}, "q", isolated(missing), nil)
+	cfg, err := load(Flags{}, isolated(missing), nil)
 	require.NoError(t, err)
 	require.False(t, cfg.TLS(), "plain connection unless something asks for TLS")
 	require.Nil(t, cfg.Options.Credentials)
 
 	// An API key turns TLS on (Temporal Cloud), unless TLS is turned off.
-	cfg, err = load(Flags{}, "q", isolated(file, "TEMPORAL_PROFILE", "cloud"), nil)
+	cfg, err = load(Flags{}, isolated(file, "TEMPORAL_PROFILE", "cloud"), nil)
 	require.NoError(t, err)
 	require.True(t, cfg.TLS())
 	require.NotNil(t, cfg.Options.Credentials)
-	cfg, err = load(Flags{}, "q", isolated(file, "TEMPORAL_PROFILE", "cloud", "TEMPORAL_TLS", "false"), nil)
+	cfg, err = load(Flags{}, isolated(file, "TEMPORAL_PROFILE", "cloud", "TEMPORAL_TLS", "false"), nil)
 	require.NoError(t, err)
 	require.False(t, cfg.TLS())
 	require.NotNil(t, cfg.Options.Credentials)
-	cfg, err = load(Flags{}, "q", isolated(missing, "TEMPORAL_API_KEY", "k"), nil)
+	cfg, err = load(Flags{}, isolated(missing, "TEMPORAL_API_KEY", "k"), nil)
 	require.NoError(t, err)
 	require.True(t, cfg.TLS())
 
 	// -address replaces the address only: the profile's TLS stays.
-	cfg, err = load(Flags{Address: "127.0.0.1:9"}, "q", isolated(file, "TEMPORAL_PROFILE", "mtls"), nil)
+	cfg, err = load(Flags{Address: "127.0.0.1:9"}, isolated(file, "TEMPORAL_PROFILE", "mtls"), nil)
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:9", cfg.Options.HostPort)
 	require.True(t, cfg.TLS())
 	require.Equal(t, "mtls.internal", cfg.Options.ConnectionOptions.TLS.ServerName)
 
 	// TLS settings from the environment alone.
-	cfg, err = load(Flags{}, "q", isolated(missing, "TEMPORAL_TLS_SERVER_NAME", "env.internal"), nil)
+	cfg, err = load(Flags{}, isolated(missing, "TEMPORAL_TLS_SERVER_NAME", "env.internal"), nil)
 	require.NoError(t, err)
 	require.True(t, cfg.TLS())
 	require.Equal(t, "env.internal", cfg.Options.ConnectionOptions.TLS.ServerName)
-	cfg, err = load(Flags{}, "q", isolated(missing, "TEMPORAL_TLS", "TRUE"), nil)
+	cfg, err = load(Flags{}, isolated(missing, "TEMPORAL_TLS", "TRUE"), nil)
 	require.NoError(t, err)
 	require.True(t, cfg.TLS())
 
 	// gRPC headers from the environment.
-	cfg, err = load(Flags{}, "q", isolated(missing, "TEMPORAL_GRPC_META_X_TENANT", "t1"), nil)
+	cfg, err = load(Flags{}, isolated(missing, "TEMPORAL_GRPC_META_X_TENANT", "t1"), nil)
 	require.NoError(t, err)
 	require.NotNil(t, cfg.Options.HeadersProvider)
 	h, err := cfg.Options.HeadersProvider.GetHeaders(t.Context())
@@ -164,14 +165,14 @@ func TestBadSettingsAreErrorsNamingTheirSource(t *testing.T) {
 		{"unreadable boolean", isolated(missing, "TEMPORAL_TLS", "yes"), []string{"TEMPORAL_TLS=\"yes\"", "true, false, 1 or 0"}},
 		{"unreadable host verification", isolated(missing, "TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "off"), []string{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"}},
 		{"profile not in the file", isolated(file, "TEMPORAL_PROFILE", "nope"), []string{"nope", file}},
-		{"profile but no file", isolated(missing, "TEMPORAL_PROFILE", "cloud"), []string{"cloud", "no profile file at " + missing}},
+		{"profile but no file", isolated(missing, "TEMPORAL_PROFILE", "cloud"), []string{"cloud", "the environment, no profile file at " + missing}},
 		{"file that is not TOML", isolated(broken), []string{broken, "parsing"}},
 		{"CA that does not exist", isolated(missing, "TEMPORAL_TLS_SERVER_CA_CERT_PATH", "/no/such/ca.pem"), []string{"/no/such/ca.pem"}},
 		{"client cert without key", isolated(missing, "TEMPORAL_TLS_CLIENT_CERT_PATH", "/x/cert.pem"), []string{"client cert or key"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := load(Flags{}, "q", c.env, nil)
+			_, err := load(Flags{}, c.env, nil)
 			require.Error(t, err)
 			for _, w := range c.want {
 				require.ErrorContains(t, err, w)
@@ -185,7 +186,7 @@ func TestCodecIsApplied(t *testing.T) {
 	require.NoError(t, err)
 	keys, err := codec.NewKeys(k)
 	require.NoError(t, err)
-	cfg, err := load(Flags{}, "q", isolated(filepath.Join(t.TempDir(), "none.toml")), keys)
+	cfg, err := load(Flags{}, isolated(filepath.Join(t.TempDir(), "none.toml")), keys)
 	require.NoError(t, err)
 	require.Same(t, keys, cfg.Keys)
 	p, err := cfg.Options.DataConverter.ToPayload("plain secret")
@@ -201,11 +202,11 @@ func TestCodecIsApplied(t *testing.T) {
 func TestLoadReadsTheCodecKeyFromTheEnvironment(t *testing.T) {
 	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(t.TempDir(), "none.toml"))
 	t.Setenv(codec.EnvKey, "not-a-key")
-	_, err := Load(Flags{}, "q")
+	_, err := Load(Flags{})
 	require.ErrorContains(t, err, codec.EnvKey)
 
 	t.Setenv(codec.EnvKey, strings.Repeat("cd", codec.KeySize))
-	cfg, err := Load(Flags{}, "q")
+	cfg, err := Load(Flags{})
 	require.NoError(t, err)
 	require.NotNil(t, cfg.Keys)
 	require.NotNil(t, cfg.Options.DataConverter)
@@ -213,7 +214,7 @@ func TestLoadReadsTheCodecKeyFromTheEnvironment(t *testing.T) {
 
 func TestLogValueHidesTheAPIKey(t *testing.T) {
 	file := writeProfile(t, profiles)
-	cfg, err := load(Flags{}, "q", isolated(file, "TEMPORAL_PROFILE", "cloud"), nil)
+	cfg, err := load(Flags{}, isolated(file, "TEMPORAL_PROFILE", "cloud"), nil)
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "temporal", cfg)
