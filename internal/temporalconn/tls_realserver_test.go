@@ -294,6 +294,14 @@ func startTLSProxy(t *testing.T, backend string, conf *tls.Config) string {
 			go func() {
 				defer wg.Done()
 				defer front.Close()
+				tc := front.(*tls.Conn)
+				if err := tc.Handshake(); err != nil {
+					// Read on until the client hangs up: closing now could
+					// reset the connection before the client reads the alert,
+					// and it would see a broken pipe instead of the TLS error.
+					_, _ = io.Copy(io.Discard, tc.NetConn())
+					return
+				}
 				back, err := net.Dial("tcp", backend)
 				if err != nil {
 					return
