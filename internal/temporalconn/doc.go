@@ -19,7 +19,8 @@
 //     TEMPORAL_TLS_SERVER_NAME, TEMPORAL_TLS_DISABLE_HOST_VERIFICATION,
 //     TEMPORAL_CLIENT_AUTHORITY and TEMPORAL_GRPC_META_<NAME> (a gRPC
 //     header on every call). A variable that is set replaces the profile's
-//     value even when empty.
+//     value even when empty (an empty boolean is ignored), and any
+//     TEMPORAL_TLS_* variable that is set turns TLS on.
 //  3. the flags -address and -namespace, when given.
 //  4. the defaults: 127.0.0.1:7233 and namespace "default".
 //

@@ -96,7 +96,7 @@ func load(f Flags, env envconfig.EnvLookup, keys *codec.Keys) (Config, error) {
 	}
 	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: env})
 	if err != nil {
-		return Config{}, fmt.Errorf("Temporal connection settings from %s: %w", c.source(), err)
+		return Config{}, fmt.Errorf("connection settings for Temporal from %s: %w", c.source(), err)
 	}
 	if f.Address != "" {
 		opts.HostPort = f.Address
