@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,83 +18,57 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/internal/codec"
+	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
 
-const usage = `starter: start and operate karvi task workflows
-
-  starter plan [-templates DIR] [-attempt N] <dispatch.json|->   print the plan.yaml a dispatch produces (no Temporal needed)
-  starter start [-follow] <dispatch.json|->                       start the task's workflow
-  starter abort [-reason R] <taskId>                              abort the task (signal abort)
-  starter redispatch [-follow] <taskId>                           new attempt (signal; starts a new run if the workflow closed)
-  starter status <taskId>                                         query status (JSON)
-  starter brief <taskId>                                          query the brief (JSON)
-  starter follow <taskId>                                         print phase progress until the task ends
-  starter result <taskId>                                         wait for and print the workflow result
-
-Connection: -address (env TEMPORAL_ADDRESS, default 127.0.0.1:7233),
--namespace (env TEMPORAL_NAMESPACE, default "default"), -task-queue
-(env KARVI_EDDA_TASK_QUEUE). Flags go before the argument.
-`
-
 func main() {
-	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starter:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-type conn struct {
-	address, namespace, taskQueue string
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+// cli runs the starter and says how it ended: 0 done (or help shown), 1 the
+// command failed, 2 the command line was wrong. The usage is printed once:
+// to stdout when asked for, to stderr after a mistake on the command line.
+func cli(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdin, stdout)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "starter: %s\n\n", ue.msg)
+		printUsage(stderr, ue.cmd)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "starter:", err)
+		return 1
 	}
-	return def
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return errors.New("no command given")
-		}
+	inv, err := parseArgs(args)
+	var help *helpRequest
+	if errors.As(err, &help) {
+		printUsage(stdout, help.cmd)
 		return nil
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "plan", "start", "abort", "redispatch", "status", "brief", "follow", "result":
-	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
-	}
-	fs := flag.NewFlagSet("starter "+cmd, flag.ContinueOnError)
-	var c conn
-	fs.StringVar(&c.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port")
-	fs.StringVar(&c.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
-	fs.StringVar(&c.taskQueue, "task-queue", envOr("KARVI_EDDA_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue")
-	follow := fs.Bool("follow", false, "print phase progress until the task ends")
-	reason := fs.String("reason", "", "reason recorded with the signal")
-	templates := fs.String("templates", envOr("KARVI_EDDA_TEMPLATES", ""), "directory of operator plan templates (plan)")
-	attempt := fs.Int("attempt", 1, "attempt number (plan)")
-	if err := fs.Parse(rest); err != nil {
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%s takes exactly one argument\n%s", cmd, usage)
-	}
-	arg := fs.Arg(0)
+	cmd, arg := inv.cmd.name, inv.arg
+	follow, reason := inv.opts.follow, inv.opts.reason
 
 	if cmd == "plan" {
-		return printPlan(arg, stdin, stdout, *templates, *attempt)
+		return printPlan(arg, stdin, stdout, inv.opts.templates, inv.opts.attempt)
+	}
+	conn, err := temporalconn.Load(inv.conn)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cl, err := dial(c)
+	cl, err := conn.Dial(ctx, temporalconn.ErrorLogger(os.Stderr))
 	if err != nil {
 		return err
 	}
@@ -107,20 +80,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		if err := start(ctx, cl, c, workflows.TaskInput{Dispatch: d}, stdout); err != nil {
+		if err := start(ctx, cl, conn.TaskQueue, workflows.TaskInput{Dispatch: d}, stdout); err != nil {
 			return err
 		}
-		if *follow {
+		if follow {
 			return followTask(ctx, cl, d.TaskID, stdout)
 		}
 		return nil
 	case "abort":
-		return signalTask(ctx, cl, arg, workflows.SignalAbort, workflows.AbortSignal{Reason: *reason}, stdout)
+		return signalTask(ctx, cl, arg, workflows.SignalAbort, workflows.AbortSignal{Reason: reason}, stdout)
 	case "redispatch":
-		if err := redispatch(ctx, cl, c, arg, *reason, stdout); err != nil {
+		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, stdout); err != nil {
 			return err
 		}
-		if *follow {
+		if follow {
 			return followTask(ctx, cl, arg, stdout)
 		}
 		return nil
@@ -145,24 +118,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return printJSON(stdout, res)
 	default:
-		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+		return fmt.Errorf("command %q has no implementation", cmd)
 	}
-}
-
-func dial(c conn) (client.Client, error) {
-	keys, err := codec.KeysFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	opts := client.Options{HostPort: c.address, Namespace: c.namespace, Logger: quietLogger{}}
-	if keys != nil {
-		opts.DataConverter = codec.DataConverter(keys)
-	}
-	cl, err := client.Dial(opts)
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", c.address, err)
-	}
-	return cl, nil
 }
 
 func readDispatch(arg string, stdin io.Reader) (mapping.DispatchPlan, error) {
@@ -212,11 +169,11 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	return err
 }
 
-func start(ctx context.Context, cl client.Client, c conn, in workflows.TaskInput, stdout io.Writer) error {
+func start(ctx context.Context, cl client.Client, taskQueue string, in workflows.TaskInput, stdout io.Writer) error {
 	id := workflows.WorkflowID(in.Dispatch.TaskID)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
-		TaskQueue:                                c.taskQueue,
+		TaskQueue:                                taskQueue,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
@@ -248,7 +205,7 @@ func signalTask(ctx context.Context, cl client.Client, taskID, name string, payl
 
 // redispatch signals a running workflow; for a task whose workflow already
 // closed it starts a new one at the next attempt, with the same dispatch.
-func redispatch(ctx context.Context, cl client.Client, c conn, taskID, reason string, stdout io.Writer) error {
+func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, stdout io.Writer) error {
 	id := workflows.WorkflowID(taskID)
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
@@ -261,7 +218,7 @@ func redispatch(ctx context.Context, cl client.Client, c conn, taskID, reason st
 	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &prev); err != nil {
 		return fmt.Errorf("task %s: the last workflow did not end with a result to redispatch from: %w", taskID, err)
 	}
-	return start(ctx, cl, c, workflows.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
+	return start(ctx, cl, taskQueue, workflows.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
 }
 
 func query(ctx context.Context, cl client.Client, taskID, name string, out any) error {
@@ -350,14 +307,4 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// quietLogger keeps the SDK's connection chatter off a CLI's output.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"temporal:", msg}, kv...)...)
 }

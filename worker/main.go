@@ -21,69 +21,29 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/codec"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
 )
 
-type config struct {
-	address, namespace, taskQueue  string
-	workRoot, conductor, templates string
-	sinkKind, sinkDir, karviURL    string
-	stopGrace                      time.Duration
-	tailLinger, tailPoll           time.Duration
-	registerSearchAttrs            bool
-	codecAddr                      string
-	pprofAddr                      string
-}
-
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	c, err := parseFlags(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		printUsage(os.Stdout)
+		return
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: %v\n(worker -h lists the flags and their environment variables)\n", err)
+		os.Exit(2)
+	}
+	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func parseFlags(args []string) (config, error) {
-	var c config
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.StringVar(&c.address, "address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&c.taskQueue, "task-queue", envOr("KARVI_EDDA_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue (env KARVI_EDDA_TASK_QUEUE)")
-	fs.StringVar(&c.workRoot, "work-root", envOr("KARVI_EDDA_WORK_ROOT", ".run/work"), "directory holding every task's workspace and run records (env KARVI_EDDA_WORK_ROOT)")
-	fs.StringVar(&c.conductor, "conductor", envOr("EDDA_BIN", "edda"), "the edda binary, or the simulator (env EDDA_BIN)")
-	fs.StringVar(&c.templates, "templates", envOr("KARVI_EDDA_TEMPLATES", ""), "directory of operator plan templates, one YAML per skill (env KARVI_EDDA_TEMPLATES)")
-	fs.StringVar(&c.sinkKind, "sink", envOr("KARVI_EDDA_SINK", "file"), "where briefs and task status go: file or karvi (env KARVI_EDDA_SINK)")
-	fs.StringVar(&c.sinkDir, "sink-dir", envOr("KARVI_EDDA_SINK_DIR", ".run/briefs"), "directory of the file sink (env KARVI_EDDA_SINK_DIR)")
-	fs.StringVar(&c.karviURL, "karvi-url", envOr("KARVI_URL", "http://localhost:3461"), "karvi base URL for the karvi sink (env KARVI_URL); the token comes only from KARVI_API_TOKEN")
-	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
-	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "how long the tail keeps collecting after the first new line, to batch bursts (a conductor writes phase_passed and the next phase_start 0.2-3 ms apart; every event waits this long)")
-	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
-	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
-	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this address (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
-	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (127.0.0.1:port), for profiling")
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
-	if c.sinkKind != "file" && c.sinkKind != "karvi" {
-		return c, fmt.Errorf("-sink must be file or karvi, got %q", c.sinkKind)
-	}
-	return c, nil
-}
-
-func run(args []string) error {
-	c, err := parseFlags(args)
-	if err != nil {
-		return err
-	}
+func run(c config) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 	var templatesFS fs.FS
@@ -103,37 +63,29 @@ func run(args []string) error {
 		return err
 	}
 
-	keys, err := codec.KeysFromEnv()
+	conn, err := temporalconn.Load(c.conn)
 	if err != nil {
 		return err
 	}
-	opts := client.Options{
-		HostPort:  c.address,
-		Namespace: c.namespace,
-		Logger:    sdklog.NewStructuredLogger(logger),
-	}
-	if keys != nil {
-		opts.DataConverter = codec.DataConverter(keys)
-	}
-	cl, err := client.Dial(opts)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cl, err := conn.Dial(ctx, sdklog.NewStructuredLogger(logger))
 	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", c.address, err)
+		return err
 	}
 	defer cl.Close()
 
 	if c.registerSearchAttrs {
-		if err := ensureSearchAttributes(cl, c.namespace); err != nil {
+		if err := ensureSearchAttributes(cl, conn.Options.Namespace); err != nil {
 			return err
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if c.codecAddr != "" {
-		if keys == nil {
+		if conn.Keys == nil {
 			return errors.New("-codec-addr needs KARVI_TEMPORAL_CODEC_KEY")
 		}
-		shutdown, err := serveCodec(c.codecAddr, keys, logger)
+		shutdown, err := serveCodec(c.codecAddr, conn.Keys, logger)
 		if err != nil {
 			return err
 		}
@@ -148,7 +100,7 @@ func run(args []string) error {
 		defer shutdown()
 	}
 
-	w := worker.New(cl, c.taskQueue, worker.Options{})
+	w := worker.New(cl, conn.TaskQueue, worker.Options{})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Config: activities.Config{
@@ -161,8 +113,8 @@ func run(args []string) error {
 		},
 		Sink: s,
 	})
-	logger.Info("worker starting", "address", c.address, "namespace", c.namespace,
-		"taskQueue", c.taskQueue, "workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
+	logger.Info("worker starting", "temporal", conn,
+		"workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows"
+)
+
+// command is one subcommand: its argument, what it does, and its own flags.
+// Every command also takes the connection flags, before or after its name.
+type command struct {
+	name, arg, summary string
+	flags              func(fs *flag.FlagSet, o *options)
+}
+
+// options are the subcommands' own flags.
+type options struct {
+	follow    bool
+	reason    string
+	templates string
+	attempt   int
+}
+
+func followFlag(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.follow, "follow", false, "print phase progress until the task ends")
+}
+
+func reasonFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.reason, "reason", "", "`reason` recorded with the signal")
+}
+
+var commands = []*command{
+	{name: "plan", arg: "<dispatch.json|->", summary: "print the plan.yaml a dispatch produces (no Temporal needed)",
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.templates, "templates", os.Getenv("KARVI_EDDA_TEMPLATES"), "`directory` of operator plan templates, one YAML per skill (env KARVI_EDDA_TEMPLATES)")
+			fs.IntVar(&o.attempt, "attempt", 1, "attempt `number`")
+		}},
+	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow", flags: followFlag},
+	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
+	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
+		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
+	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
+	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
+	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends"},
+	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// invocation is a command line, parsed.
+type invocation struct {
+	cmd  *command
+	conn temporalconn.Flags
+	opts options
+	arg  string
+}
+
+// usageError is a mistake on the command line; cmd is the command it
+// concerns, nil for the starter as a whole.
+type usageError struct {
+	msg string
+	cmd *command
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// helpRequest is -h, --help or `help`, for a command or (nil) for all.
+type helpRequest struct{ cmd *command }
+
+func (*helpRequest) Error() string { return "help requested" }
+
+// flagSet is a flag set that prints nothing: errors and usage are printed
+// once, by cli.
+func flagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// commandFlags is the flag set of c, connection flags included.
+func commandFlags(c *command, conn *temporalconn.Flags, o *options) *flag.FlagSet {
+	fs := flagSet("starter " + c.name)
+	conn.Register(fs)
+	if c.flags != nil {
+		c.flags(fs, o)
+	}
+	return fs
+}
+
+// parseArgs reads `starter [connection flags] <command> [flags] <argument>`.
+// A command's flags may also follow its argument (`status T5 -address X`);
+// "--" ends the flags.
+func parseArgs(args []string) (invocation, error) {
+	inv := invocation{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	global := flagSet("starter")
+	inv.conn.Register(global)
+	if err := global.Parse(args); err == flag.ErrHelp {
+		return inv, &helpRequest{}
+	} else if err != nil {
+		return inv, &usageError{msg: err.Error()}
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		return inv, &usageError{msg: "no command given"}
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		if len(rest) == 0 {
+			return inv, &helpRequest{}
+		}
+		name, rest = rest[0], nil
+		if c := lookup(name); c != nil {
+			return inv, &helpRequest{cmd: c}
+		}
+	}
+	inv.cmd = lookup(name)
+	if inv.cmd == nil {
+		return inv, &usageError{msg: fmt.Sprintf("unknown command %q", name)}
+	}
+	fs := commandFlags(inv.cmd, &inv.conn, &inv.opts)
+	var positional []string
+	for {
+		if err := fs.Parse(rest); err == flag.ErrHelp {
+			return inv, &helpRequest{cmd: inv.cmd}
+		} else if err != nil {
+			return inv, &usageError{msg: err.Error(), cmd: inv.cmd}
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			break
+		}
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			positional = append(positional, left...)
+			break
+		}
+		positional = append(positional, left[0])
+		rest = left[1:]
+	}
+	if len(positional) != 1 {
+		return inv, &usageError{cmd: inv.cmd,
+			msg: fmt.Sprintf("%s takes exactly one argument, %s; got %d", inv.cmd.name, inv.cmd.arg, len(positional))}
+	}
+	inv.arg = positional[0]
+	return inv, nil
+}
+
+const usageFooter = `TLS, API keys and profiles come from the temporal CLI's profile file and
+environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE,
+TEMPORAL_PROFILE; README, "Configuration"), payload encryption from
+KARVI_TEMPORAL_CODEC_KEY. "starter <command> -h" shows a command's flags.
+`
+
+// printUsage prints the usage of c, or of the starter when c is nil.
+func printUsage(w io.Writer, c *command) {
+	conn := temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}
+	if c != nil {
+		var o options
+		fs := commandFlags(c, &conn, &o)
+		fmt.Fprintf(w, "Usage: starter %s [flags] %s\n\n%s\n\nFlags (the connection's may also come before %q):\n", c.name, c.arg, c.summary, c.name)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		return
+	}
+	fmt.Fprint(w, "starter: start and operate karvi task workflows\n\n"+
+		"Usage: starter [connection flags] <command> [flags] <argument>\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  starter %s\t%s\n", synopsis(c), c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, "\nConnection flags, before or after the command:\n")
+	fs := flagSet("starter")
+	conn.Register(fs)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprint(w, "\n"+usageFooter)
+}
+
+// synopsis is c's command line with its own flags, e.g.
+// "abort [-reason reason] <taskId>".
+func synopsis(c *command) string {
+	parts := []string{c.name}
+	if c.flags != nil {
+		var o options
+		fs := flagSet(c.name)
+		c.flags(fs, &o)
+		fs.VisitAll(func(f *flag.Flag) {
+			if name, _ := flag.UnquoteUsage(f); name != "" {
+				parts = append(parts, fmt.Sprintf("[-%s %s]", f.Name, name))
+			} else {
+				parts = append(parts, fmt.Sprintf("[-%s]", f.Name))
+			}
+		})
+	}
+	return strings.Join(append(parts, c.arg), " ")
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows"
+)
+
+type config struct {
+	conn                           temporalconn.Flags
+	workRoot, conductor, templates string
+	sinkKind, sinkDir, karviURL    string
+	stopGrace                      time.Duration
+	tailLinger, tailPoll           time.Duration
+	registerSearchAttrs            bool
+	codecAddr                      string
+	pprofAddr                      string
+}
+
+// flagEnv names the environment variable of every worker flag but the
+// connection's (-address, -namespace, -task-queue), which temporalconn
+// resolves together with the temporal CLI's profile. A flag on the command
+// line wins over its variable, the variable over the default.
+var flagEnv = []struct{ flag, env string }{
+	{"work-root", "KARVI_EDDA_WORK_ROOT"},
+	{"conductor", "EDDA_BIN"},
+	{"templates", "KARVI_EDDA_TEMPLATES"},
+	{"sink", "KARVI_EDDA_SINK"},
+	{"sink-dir", "KARVI_EDDA_SINK_DIR"},
+	{"karvi-url", "KARVI_URL"},
+	{"stop-grace", "KARVI_EDDA_STOP_GRACE"},
+	{"tail-linger", "KARVI_EDDA_TAIL_LINGER"},
+	{"tail-poll", "KARVI_EDDA_TAIL_POLL"},
+	{"register-search-attributes", "KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES"},
+	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
+	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
+}
+
+const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
+
+Usage: worker [flags]
+
+Every flag can be set by the environment variable in its description; the
+flag wins. TLS, API keys and profiles are read the way the temporal CLI reads
+them: TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE
+(README, "Configuration"). Payload encryption: KARVI_TEMPORAL_CODEC_KEY.
+
+Flags:
+`
+
+func newFlagSet(c *config) *flag.FlagSet {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	// Errors and help are printed once, by main.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	c.conn.Register(fs)
+	fs.StringVar(&c.workRoot, "work-root", ".run/work", "directory holding every task's workspace and run records")
+	fs.StringVar(&c.conductor, "conductor", "edda", "the edda binary, or the simulator")
+	fs.StringVar(&c.templates, "templates", "", "directory of operator plan templates, one YAML per skill")
+	fs.StringVar(&c.sinkKind, "sink", "file", "where briefs and task status go: file or karvi")
+	fs.StringVar(&c.sinkDir, "sink-dir", ".run/briefs", "directory of the file sink")
+	fs.StringVar(&c.karviURL, "karvi-url", "http://localhost:3461", "karvi base URL for the karvi sink; the token comes only from KARVI_API_TOKEN")
+	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
+	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "how long the tail keeps collecting after the first new line, to batch bursts (a conductor writes phase_passed and the next phase_start 0.2-3 ms apart; every event waits this long)")
+	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
+	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
+	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
+	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")
+	for _, fe := range flagEnv {
+		f := fs.Lookup(fe.flag)
+		f.Usage += " (env " + fe.env + ")"
+	}
+	return fs
+}
+
+// parseFlags reads the command line, then fills every flag it did not set
+// from its environment variable through the flag's own parser, so a bad
+// value is reported the same way, naming the variable.
+func parseFlags(args []string, getenv func(string) string) (config, error) {
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	fs := newFlagSet(&c)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q: the worker takes only flags", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, fe := range flagEnv {
+		v := getenv(fe.env)
+		if given[fe.flag] || v == "" {
+			continue
+		}
+		if err := fs.Set(fe.flag, v); err != nil {
+			return c, fmt.Errorf("%s=%q: want %s (it sets -%s)", fe.env, v, want(fs.Lookup(fe.flag)), fe.flag)
+		}
+	}
+	if c.sinkKind != "file" && c.sinkKind != "karvi" {
+		return c, fmt.Errorf("-sink (KARVI_EDDA_SINK) must be file or karvi, got %q", c.sinkKind)
+	}
+	return c, nil
+}
+
+// want describes the values a flag takes, for an error about its variable.
+func want(f *flag.Flag) string {
+	switch f.Value.(flag.Getter).Get().(type) {
+	case time.Duration:
+		return "a duration such as 10s or 250ms"
+	case bool:
+		return "true or false"
+	}
+	return "a valid value"
+}
+
+func printUsage(w io.Writer) {
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	fs := newFlagSet(&c)
+	fs.SetOutput(w)
+	fmt.Fprint(w, usageHeader)
+	fs.PrintDefaults()
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows"
+)
+
+func getenv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parseFlags(nil, getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, config{
+		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
+		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
+		karviURL: "http://localhost:3461", stopGrace: 10 * time.Second,
+		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
+	}, c)
+}
+
+// Every flag has a variable; the variable beats the default, the flag beats
+// the variable.
+func TestEnvironmentThenFlags(t *testing.T) {
+	env := map[string]string{
+		"KARVI_EDDA_WORK_ROOT":                  "/env/work",
+		"EDDA_BIN":                              "/env/edda",
+		"KARVI_EDDA_TEMPLATES":                  "/env/templates",
+		"KARVI_EDDA_SINK":                       "karvi",
+		"KARVI_EDDA_SINK_DIR":                   "/env/briefs",
+		"KARVI_URL":                             "http://karvi.env:1",
+		"KARVI_EDDA_STOP_GRACE":                 "3s",
+		"KARVI_EDDA_TAIL_LINGER":                "1ms",
+		"KARVI_EDDA_TAIL_POLL":                  "2s",
+		"KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES": "false",
+		"KARVI_EDDA_CODEC_ADDR":                 "127.0.0.1:1",
+		"KARVI_EDDA_PPROF_ADDR":                 "127.0.0.1:2",
+	}
+	require.Len(t, env, len(flagEnv), "one variable per flag")
+	fromEnv := config{
+		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
+		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
+		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1",
+		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
+		registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
+	}
+	c, err := parseFlags(nil, getenv(env))
+	require.NoError(t, err)
+	require.Equal(t, fromEnv, c)
+
+	c, err = parseFlags([]string{
+		"-work-root", "/flag/work", "-conductor", "/flag/edda", "-templates", "/flag/templates",
+		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1",
+		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s",
+		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
+		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
+	}, getenv(env))
+	require.NoError(t, err)
+	require.Equal(t, config{
+		conn: temporalconn.Flags{Address: "flag:7233", Namespace: "flag-ns", TaskQueue: "flag-q",
+			DefaultTaskQueue: workflows.DefaultTaskQueue},
+		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
+		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1",
+		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
+		registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
+	}, c)
+}
+
+func TestBadValuesNameTheirSource(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{env: map[string]string{"KARVI_EDDA_STOP_GRACE": "10"}, want: []string{`KARVI_EDDA_STOP_GRACE="10"`, "duration", "-stop-grace"}},
+		{env: map[string]string{"KARVI_EDDA_TAIL_POLL": "soon"}, want: []string{"KARVI_EDDA_TAIL_POLL", "duration"}},
+		{env: map[string]string{"KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES": "nah"}, want: []string{"KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES", "true or false"}},
+		{env: map[string]string{"KARVI_EDDA_SINK": "s3"}, want: []string{"KARVI_EDDA_SINK", `"s3"`}},
+		{args: []string{"-tail-linger", "x"}, want: []string{"-tail-linger"}},
+		{args: []string{"-no-such-flag"}, want: []string{"-no-such-flag"}},
+		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
+	}
+	for _, c := range cases {
+		_, err := parseFlags(c.args, getenv(c.env))
+		require.Error(t, err, "%v %v", c.args, c.env)
+		for _, w := range c.want {
+			require.ErrorContains(t, err, w)
+		}
+	}
+	// A variable is not even read when its flag is given.
+	_, err := parseFlags([]string{"-stop-grace", "1s"}, getenv(map[string]string{"KARVI_EDDA_STOP_GRACE": "bad"}))
+	require.NoError(t, err)
+}
+
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		_, err := parseFlags([]string{arg}, getenv(nil))
+		require.ErrorIs(t, err, flag.ErrHelp)
+	}
+	var out bytes.Buffer
+	printUsage(&out)
+	for _, fe := range flagEnv {
+		require.Contains(t, out.String(), "-"+fe.flag)
+		require.Contains(t, out.String(), "(env "+fe.env+")")
+	}
+}
+
+// The README's configuration table lists every worker flag with its
+// variable, so the two cannot drift apart.
+func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	readme := string(data)
+	start := strings.Index(readme, "## Configuration")
+	require.GreaterOrEqual(t, start, 0)
+	section := readme[start:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	rows := map[string]string{} // flag -> env column
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`-") {
+			continue
+		}
+		rows[strings.Trim(strings.TrimSpace(cells[1]), "`-")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
+	}
+	env := map[string]string{"address": "TEMPORAL_ADDRESS", "namespace": "TEMPORAL_NAMESPACE", "task-queue": temporalconn.EnvTaskQueue}
+	for _, fe := range flagEnv {
+		env[fe.flag] = fe.env
+	}
+	var c config
+	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
+		require.Contains(t, rows, f.Name, "README's Configuration table lacks -%s", f.Name)
+		require.Equal(t, env[f.Name], rows[f.Name], "README's variable for -%s", f.Name)
+	})
+	for _, v := range []string{"TEMPORAL_API_KEY", "TEMPORAL_CONFIG_FILE", "TEMPORAL_PROFILE",
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME",
+		"KARVI_TEMPORAL_CODEC_KEY", "KARVI_API_TOKEN"} {
+		require.Contains(t, section, v)
+	}
+}
