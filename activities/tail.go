@@ -170,13 +170,24 @@ func (a *Activities) explainer(planPath string) explainFunc {
 	}
 }
 
-// collect parses lines into events, redacting every free-text field before
-// it can reach workflow history; malformed lines are counted, not fatal.
+// collect parses lines into the result's events (see parseLines).
 func collect(res *TailResult, lines []tailer.Line, explain explainFunc) {
+	evs, malformed, sample := parseLines(lines, explain)
+	res.Events = append(res.Events, evs...)
+	res.Malformed += malformed
+	if sample != "" {
+		res.MalformedSample = sample
+	}
+}
+
+// parseLines parses lines into events, redacting every free-text field
+// before it can reach a sink or workflow history; malformed lines are
+// counted, not fatal, and the last one is kept as a sample for a person.
+func parseLines(lines []tailer.Line, explain explainFunc) (evs []mapping.Event, malformed int, sample string) {
 	for _, l := range lines {
 		if l.TooLong {
-			res.Malformed++
-			res.MalformedSample = fmt.Sprintf("line at offset %d is %d bytes, longer than the tail accepts", l.Offset, l.Length)
+			malformed++
+			sample = fmt.Sprintf("line at offset %d is %d bytes, longer than the tail accepts", l.Offset, l.Length)
 			continue
 		}
 		// Redact the raw line before parsing: ParseEvent cuts long text,
@@ -184,8 +195,8 @@ func collect(res *TailResult, lines []tailer.Line, explain explainFunc) {
 		// of the line (ts and an unknown type included) is covered.
 		ev, err := mapping.ParseEvent(redact.JSON(l.Data))
 		if err != nil {
-			res.Malformed++
-			res.MalformedSample = shorten(redact.String(fmt.Sprintf("offset %d: %v: %s", l.Offset, err, l.Data)))
+			malformed++
+			sample = shorten(redact.String(fmt.Sprintf("offset %d: %v: %s", l.Offset, err, l.Data)))
 			continue
 		}
 		ev.Pos = mapping.Position{Gen: l.Gen, Offset: l.Offset}
@@ -193,8 +204,9 @@ func collect(res *TailResult, lines []tailer.Line, explain explainFunc) {
 			ev.Error = explain(ev.PhaseID, nil, ev.Error)
 		}
 		ev.MapText(redact.String)
-		res.Events = append(res.Events, ev)
+		evs = append(evs, ev)
 	}
+	return evs, malformed, sample
 }
 
 func readState(path string, explain explainFunc) (*mapping.ConductorState, string) {

@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -461,4 +462,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Clone is a deep copy: reducing into it leaves s as it was.
+func (s BriefState) Clone() BriefState {
+	c := s
+	c.Brief.Phases = make(map[string]BriefPhase, len(s.Brief.Phases))
+	for id, p := range s.Brief.Phases {
+		c.Brief.Phases[id] = p // BriefPhase's pointers are never written through
+	}
+	c.Brief.Cost.ByPhase = make(map[string]float64, len(s.Brief.Cost.ByPhase))
+	for id, v := range s.Brief.Cost.ByPhase {
+		c.Brief.Cost.ByPhase[id] = v
+	}
+	c.Brief.Artifacts = slices.Clone(s.Brief.Artifacts)
+	c.Brief.Log = slices.Clone(s.Brief.Log)
+	c.PhaseOrder = slices.Clone(s.PhaseOrder)
+	c.StalePhases = slices.Clone(s.StalePhases)
+	if s.LastFailure != nil {
+		f := *s.LastFailure
+		c.LastFailure = &f
+	}
+	return c
 }

@@ -68,6 +68,10 @@ type Tuning struct {
 	// suggestion). Each poll adds a bounded number of history events, so this
 	// bounds history deterministically; tests use it to exercise the path.
 	ContinueAsNewAfterPolls int `json:"continueAsNewAfterPolls,omitempty"`
+	// CheckpointEvery bounds how long the delivering tail runs before it
+	// reports its progress to the workflow (default 5s): how far behind the
+	// sink the brief query and the search attributes may be.
+	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
 }
 
 const (
@@ -87,6 +91,13 @@ func (t *Tuning) silenceGrace() time.Duration {
 		return t.SilenceGrace
 	}
 	return defaultSilenceGrace
+}
+
+func (t *Tuning) checkpointEvery() time.Duration {
+	if t != nil {
+		return t.CheckpointEvery
+	}
+	return 0
 }
 
 func (t *Tuning) continueAsNewAfterPolls() int {

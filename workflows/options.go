@@ -111,3 +111,37 @@ func abortOptions(ctx workflow.Context) workflow.Context {
 		},
 	})
 }
+
+// attemptOptions: starting an attempt writes the plan, the brief skeleton
+// and the dispatched status, then spawns the conductor; every step is
+// idempotent. It waits out a sink outage (heartbeating meanwhile), so its
+// limit is long, and a dead worker is noticed by the heartbeat.
+func attemptOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrInvalidDispatch, activities.ErrSinkRejected},
+		},
+	})
+}
+
+// deliverOptions: the delivering tail heartbeats; a worker killed
+// mid-delivery is noticed within the heartbeat timeout and the retry
+// resumes from the workflow's checkpoint, skipping what the sink already
+// has. A karvi outage holds a call for as long as it lasts (heartbeating),
+// so the limit is generous: past it the call is retried, which is safe.
+func deliverOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: wait + 30*time.Minute,
+		HeartbeatTimeout:    5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+		},
+	})
+}

@@ -37,6 +37,10 @@ type Attempt struct {
 	// and cleared when it was stopped.
 	Plan      *activities.PlanInfo        `json:"plan,omitempty"`
 	Conductor *activities.ConductorHandle `json:"conductor,omitempty"`
+	// Stopped: the workflow stopped the conductor. Drained: the conductor
+	// is gone and its log was delivered to the end.
+	Stopped bool `json:"stopped,omitempty"`
+	Drained bool `json:"drained,omitempty"`
 	// Cursor is how far the event log has been reduced into Brief.
 	Cursor activities.TailCursor `json:"cursor"`
 	Brief  mapping.BriefState    `json:"brief"`

@@ -40,6 +40,11 @@ type taskRun struct {
 	redispatchCh workflow.ReceiveChannel
 	// enc writes brief patches; its cache is not state.
 	enc mapping.BriefEncoder
+	// deliverInTail: the tail activity delivers the brief's patches itself
+	// and reports back at checkpoints. Histories recorded before it replay
+	// on the earlier path (one activity per batch of events, then a local
+	// activity for its patches).
+	deliverInTail bool
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
 	searchPhase, searchPlan string
@@ -95,7 +100,12 @@ func (r *taskRun) setup() error {
 	return nil
 }
 
+// versionDeliverInTail names the change that moved brief delivery into
+// the tail activity.
+const versionDeliverInTail = "deliver-in-tail"
+
 func (r *taskRun) run() (Result, error) {
+	r.deliverInTail = workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, 1) == 1
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
@@ -104,11 +114,19 @@ func (r *taskRun) run() (Result, error) {
 		var err error
 		switch r.st.Current.Stage {
 		case StagePrepare:
-			err = r.prepare()
+			if r.deliverInTail {
+				err = r.startAttempt()
+			} else {
+				err = r.prepare()
+			}
 		case StageStart:
 			err = r.start()
 		case StageRunning:
-			err = r.tail()
+			if r.deliverInTail {
+				err = r.deliver()
+			} else {
+				err = r.tail()
+			}
 		case StageFinish:
 			err = r.finish()
 		case StageDone:
@@ -304,16 +322,7 @@ func (r *taskRun) tail() error {
 		got = true
 		tailErr = f.Get(r.ctx, &res)
 	})
-	sel.AddReceive(r.abortCh, func(c workflow.ReceiveChannel, _ bool) {
-		var s AbortSignal
-		c.Receive(r.ctx, &s)
-		r.noteSignal(SignalAbort, s.Reason)
-	})
-	sel.AddReceive(r.redispatchCh, func(c workflow.ReceiveChannel, _ bool) {
-		var s RedispatchSignal
-		c.Receive(r.ctx, &s)
-		r.noteSignal(SignalRedispatch, s.Reason)
-	})
+	r.addSignalReceivers(sel)
 	sel.Select(r.ctx)
 	if !got {
 		// A signal came first. The poll is cancelled and its result, if any,
@@ -349,6 +358,20 @@ func (r *taskRun) tail() error {
 		r.decide(o)
 	}
 	return nil
+}
+
+// addSignalReceivers makes sel note an abort or redispatch signal.
+func (r *taskRun) addSignalReceivers(sel workflow.Selector) {
+	sel.AddReceive(r.abortCh, func(c workflow.ReceiveChannel, _ bool) {
+		var s AbortSignal
+		c.Receive(r.ctx, &s)
+		r.noteSignal(SignalAbort, s.Reason)
+	})
+	sel.AddReceive(r.redispatchCh, func(c workflow.ReceiveChannel, _ bool) {
+		var s RedispatchSignal
+		c.Receive(r.ctx, &s)
+		r.noteSignal(SignalRedispatch, s.Reason)
+	})
 }
 
 // silenceLimit is how long the conductor may write nothing: the plan's
@@ -411,6 +434,9 @@ func (r *taskRun) apply(res activities.TailResult) {
 // completed before it could be stopped.
 func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 	a := &r.st.Current
+	if r.deliverInTail {
+		return r.stopAndDrain()
+	}
 	if a.Conductor == nil || a.Plan == nil {
 		return nil, nil
 	}
@@ -442,12 +468,17 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
-	err := r.setStatus(activities.TaskStatusUpdate{
-		Status:        o.TaskStatus,
-		Reason:        o.BlockerReason,
-		DispatchState: o.DispatchState,
-		LastError:     o.LastError,
-	})
+	var err error
+	// Delivery writes "completed" itself right after plan_completed's
+	// patch; every other end is written here.
+	if o.TaskStatus != mapping.TaskCompleted || r.st.TaskStatus != mapping.TaskCompleted {
+		err = r.setStatus(activities.TaskStatusUpdate{
+			Status:        o.TaskStatus,
+			Reason:        o.BlockerReason,
+			DispatchState: o.DispatchState,
+			LastError:     o.LastError,
+		})
+	}
 	ended := string(o.TaskStatus)
 	if o.LastError == mapping.MsgUserAbort {
 		ended = EndedAborted

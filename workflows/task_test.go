@@ -44,6 +44,9 @@ type fakeConductor struct {
 	timeoutSec   int // the plan's timeout_sec; 600 when 0
 
 	starts, aborts, live, maxLive int
+	// stopped: the current conductor was aborted; a delivery then reads the
+	// log to its end and reports it exited, as the real one does.
+	stopped bool
 	prepared                      []activities.PrepareRequest
 	patches                       [][]byte
 	statuses                      []activities.TaskStatusUpdate
@@ -52,39 +55,24 @@ type fakeConductor struct {
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivity(acts)
+	f.registerDelivery(env)
 	env.OnActivity(acts.PreparePlan, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
 		func(_ context.Context, req activities.PrepareRequest) (activities.PlanInfo, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.prepared = append(f.prepared, req)
-			if err := req.Dispatch.Validate(); err != nil {
-				return activities.PlanInfo{}, err
-			}
-			name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt)
-			return activities.PlanInfo{
-				Summary: mapping.PlanSummary{Name: name, PhaseIDs: []string{"implement", "test", "docs"},
-					TimeoutSec: f.planTimeout(), MaxAttempts: 3},
-				PlanPath: "/work/runs/" + name + "/plan.yaml", Cwd: "/work/tasks/x", RunDir: "/work/runs/" + name,
-				EventsPath: "/events", StatePath: "/state",
-			}, nil
+			return f.prepare(req)
 		})
 	env.OnActivity(acts.StartConductor, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.StartRequest) (activities.ConductorHandle, error) {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			f.starts++
-			f.live++
-			if f.live > f.maxLive {
-				f.maxLive = f.live
-			}
-			return activities.ConductorHandle{PID: 1000 + f.starts, PGID: 1000 + f.starts}, nil
+			return f.start(), nil
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.AbortRequest) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.aborts++
-			f.live--
+			if !f.stopped {
+				f.live--
+			}
+			f.stopped = true
 			return nil
 		})
 	// Each poll takes a second of workflow time: the test environment skips
@@ -114,6 +102,115 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 }
 
+func (f *fakeConductor) prepare(req activities.PrepareRequest) (activities.PlanInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prepared = append(f.prepared, req)
+	if err := req.Dispatch.Validate(); err != nil {
+		return activities.PlanInfo{}, err
+	}
+	name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt)
+	return activities.PlanInfo{
+		Summary: mapping.PlanSummary{Name: name, PhaseIDs: []string{"implement", "test", "docs"},
+			TimeoutSec: f.planTimeout(), MaxAttempts: 3},
+		PlanPath: "/work/runs/" + name + "/plan.yaml", Cwd: "/work/tasks/x", RunDir: "/work/runs/" + name,
+		EventsPath: "/events", StatePath: "/state",
+	}, nil
+}
+
+func (f *fakeConductor) start() activities.ConductorHandle {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts++
+	f.live++
+	f.stopped = false
+	if f.live > f.maxLive {
+		f.maxLive = f.live
+	}
+	return activities.ConductorHandle{PID: 1000 + f.starts, PGID: 1000 + f.starts}
+}
+
+// registerDelivery mocks the activities of delivery in the tail with the
+// same recorded log: StartAttempt is PreparePlan, the skeleton, the
+// dispatched status and StartConductor; DeliverEvents is a poll whose
+// events are reduced and sent as the real one does.
+func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
+		func(ctx context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
+			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+			if err != nil {
+				return activities.StartAttemptResult{}, err
+			}
+			res := activities.StartAttemptResult{Plan: info}
+			brief := mapping.NewBriefState(req.Dispatch.TaskID, info.Summary)
+			var enc mapping.BriefEncoder
+			if err := f.send(enc.Init(&brief)); err != nil {
+				res.SinkProblem = err.Error()
+			}
+			u := req.Base
+			u.Status = mapping.TaskDispatched
+			f.status(u)
+			h := f.start()
+			res.Conductor = &h
+			return res, nil
+		})
+	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+			tr, err := f.tail(ctx, activities.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
+			if err != nil {
+				return activities.DeliverResult{}, err
+			}
+			res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, Exited: tr.Exited,
+				ExitCode: tr.ExitCode, State: tr.State, StateError: tr.StateError}
+			st := req.Brief.Clone()
+			var enc mapping.BriefEncoder
+			status := req.TaskStatus
+			for _, ev := range tr.Events {
+				res.Events++
+				if c, ok := st.Reduce(ev); ok {
+					if err := f.send(enc.Patch(&st, c)); err != nil {
+						res.SinkProblem = err.Error()
+					} else {
+						res.Patches++
+					}
+				}
+				if ev.Type == mapping.EventPhaseStart && status != mapping.TaskInProgress && res.Outcome == nil {
+					u := req.Base
+					u.Status = mapping.TaskInProgress
+					f.status(u)
+					status, res.TaskStatus = u.Status, u.Status
+				}
+				if o, ok := mapping.OutcomeFromEvent(ev, st); ok && res.Outcome == nil {
+					res.Outcome = &o
+					if o.TaskStatus == mapping.TaskCompleted {
+						u := req.Base
+						u.Status = mapping.TaskCompleted
+						f.status(u)
+						res.TaskStatus = u.Status
+					}
+				}
+			}
+			res.Brief = st
+			return res, nil
+		})
+}
+
+func (f *fakeConductor) send(p mapping.Patch) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.patchErr != nil {
+		return f.patchErr
+	}
+	f.patches = append(f.patches, p.Body)
+	return nil
+}
+
+func (f *fakeConductor) status(u activities.TaskStatusUpdate) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statuses = append(f.statuses, u)
+}
+
 func (f *fakeConductor) planTimeout() int {
 	if f.timeoutSec > 0 {
 		return f.timeoutSec
@@ -124,7 +221,7 @@ func (f *fakeConductor) planTimeout() int {
 func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (activities.TailResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.hang && req.MaxWait > 0 {
+	if f.hang && req.MaxWait > 0 && !f.stopped {
 		return activities.TailResult{Next: req.Cursor}, nil
 	}
 	i := int(req.Cursor.Offset)
@@ -132,7 +229,7 @@ func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (a
 	if n <= 0 {
 		n = 1
 	}
-	if req.MaxWait == 0 {
+	if req.MaxWait == 0 || f.stopped {
 		n = len(f.events) // a drain reads everything
 	}
 	end := min(i+n, len(f.events))
@@ -142,7 +239,7 @@ func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (a
 		res.Events = append(res.Events, ev)
 		i++
 	}
-	if end == len(f.events) && (f.exitAfterAll || req.MaxWait == 0) {
+	if end == len(f.events) && (f.exitAfterAll || req.MaxWait == 0 || f.stopped) {
 		res.Exited = true
 		res.ExitCode = f.exitCode
 		res.State = f.exitState
@@ -292,10 +389,25 @@ func TestAbortDuringPhaseStopsConductor(t *testing.T) {
 	require.Equal(t, "Plan aborted by user", f.statuses[len(f.statuses)-1].Reason)
 }
 
-func TestAbortBeforeConductorStartsStartsNothing(t *testing.T) {
+// An abort that is already there when the workflow begins starts nothing.
+func TestAbortBeforeTheAttemptStartsStartsNothing(t *testing.T) {
 	env := newEnv(t)
-	// Plan generation takes 5s, so the abort arrives before the start.
-	f := &fakeConductor{t: t, prepareAfter: 5 * time.Second}
+	f := &fakeConductor{t: t}
+	f.register(env)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, nil) }, 0)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
+	require.Zero(t, f.starts, "no conductor may start after an abort")
+}
+
+// An attempt starts in one activity (plan, skeleton, status, conductor);
+// an abort that arrives meanwhile stops the conductor it started.
+func TestAbortWhileTheAttemptStartsStopsItsConductor(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, prepareAfter: 5 * time.Second, hang: true}
 	f.register(env)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, nil) }, time.Second)
 	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
@@ -303,7 +415,8 @@ func TestAbortBeforeConductorStartsStartsNothing(t *testing.T) {
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
-	require.Zero(t, f.starts, "no conductor may start after an abort")
+	require.LessOrEqual(t, f.starts, 1)
+	require.Zero(t, f.live, "the started conductor was stopped")
 }
 
 func TestRedispatchDuringPhaseStartsFreshAttempt(t *testing.T) {

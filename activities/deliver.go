@@ -1,0 +1,386 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/mapping"
+)
+
+// DeliverRequest asks the tail to carry an attempt's events to the sink
+// from Cursor on: read each line as the file grows, reduce it into Brief,
+// and PATCH the sink at once, in order.
+type DeliverRequest struct {
+	TaskID string          `json:"taskId"`
+	Plan   PlanInfo        `json:"plan"`
+	Handle ConductorHandle `json:"handle"`
+	// Cursor and Brief are the workflow's last checkpoint: the brief as the
+	// events before Cursor made it.
+	Cursor TailCursor         `json:"cursor"`
+	Brief  mapping.BriefState `json:"brief"`
+	// Unconfirmed says an earlier delivery from this checkpoint may have
+	// sent patches the workflow never heard of (it was cancelled, or its
+	// worker died). They are looked up in the sink before anything is sent.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+	// TaskStatus is the task's status as the workflow last wrote it; Base
+	// carries the dispatch's plan id and name for status writes.
+	TaskStatus mapping.TaskStatus `json:"taskStatus,omitempty"`
+	Base       TaskStatusUpdate   `json:"base"`
+	// MaxWait bounds a call that sees no event, so the workflow can check
+	// for a silent conductor; zero reads what is there and returns (the
+	// conductor was stopped). CheckpointEvery bounds a call that delivered
+	// something, so the workflow's copy of the brief, its queries and search
+	// attributes stay at most that far behind the sink.
+	MaxWait         time.Duration `json:"maxWait"`
+	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
+}
+
+// DeliverResult is a checkpoint: how far delivery got and what the
+// workflow needs to know about it.
+type DeliverResult struct {
+	Next  TailCursor         `json:"next"`
+	Brief mapping.BriefState `json:"brief"`
+	// Events were reduced, Patches acknowledged by the sink, Resumed found
+	// already in the sink (sent by an earlier delivery) and not sent again.
+	Events  int `json:"events,omitempty"`
+	Patches int `json:"patches,omitempty"`
+	Resumed int `json:"resumed,omitempty"`
+	// Malformed lines were counted and skipped; the last one, redacted, is
+	// MalformedSample.
+	Malformed       int    `json:"malformed,omitempty"`
+	MalformedSample string `json:"malformedSample,omitempty"`
+	// TaskStatus is the status this call wrote (in_progress at the first
+	// phase start, completed after plan_completed), "" for none.
+	TaskStatus mapping.TaskStatus `json:"taskStatus,omitempty"`
+	// Outcome is a terminal event's outcome; delivery stops after it.
+	Outcome *mapping.Outcome `json:"outcome,omitempty"`
+	// SinkProblem is a refusal no retry can fix (karvi has no brief for
+	// the task): the events were reduced but not delivered.
+	SinkProblem string `json:"sinkProblem,omitempty"`
+	// Exited: the conductor is gone and its log was read to the end; the
+	// fields below are what it left.
+	Exited     bool                    `json:"exited,omitempty"`
+	ExitCode   int                     `json:"exitCode,omitempty"`
+	State      *mapping.ConductorState `json:"state,omitempty"`
+	StateError string                  `json:"stateError,omitempty"`
+	LogTail    string                  `json:"logTail,omitempty"`
+}
+
+const (
+	defaultCheckpointEvery = 5 * time.Second
+	// maxResumeBytes bounds how much of the log a resumed delivery reads
+	// ahead to find what the sink already has.
+	maxResumeBytes = 16 << 20
+)
+
+// DeliverEvents is the tail of an attempt's event log and the brief's
+// delivery in one: an event's PATCH leaves as soon as inotify reports its
+// line, without a round trip through the workflow. It returns at a
+// checkpoint: a terminal event, the conductor's exit, CheckpointEvery after
+// it delivered something, or MaxWait without news.
+//
+// Delivery is exactly-once in effect. The workflow records each checkpoint;
+// a call that starts where an earlier one may have gone further (a retry
+// after a worker crash, or the next call after a cancelled one) first asks
+// the sink for its brief and skips the patches that brief shows it already
+// received, so the sink's brief never moves backwards and its log never
+// shows an entry twice.
+func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (DeliverResult, error) {
+	stopBeat := heartbeat(ctx, heartbeatEvery)
+	defer stopBeat()
+	d := &delivery{
+		a: a, req: req, explain: a.explainer(req.Plan.PlanPath),
+		brief: req.Brief.Clone(),
+		res:   DeliverResult{Next: req.Cursor},
+	}
+	if req.Unconfirmed || (activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1) {
+		if err := d.skipDelivered(ctx); err != nil {
+			return DeliverResult{}, err
+		}
+	}
+	if err := d.run(ctx); err != nil {
+		return DeliverResult{}, err
+	}
+	d.res.Brief = d.brief
+	return d.res, nil
+}
+
+type delivery struct {
+	a       *Activities
+	req     DeliverRequest
+	explain explainFunc
+	enc     mapping.BriefEncoder
+	brief   mapping.BriefState
+	res     DeliverResult
+	// skip is how many of the next patches the sink already holds.
+	skip int
+	// sinkDown: the sink refused for good; reduce, do not send.
+	sinkDown bool
+}
+
+func (d *delivery) run(ctx context.Context) error {
+	path := d.req.Plan.EventsPath
+	exited := func() bool {
+		st, err := proc.Inspect(d.req.Handle.proc())
+		return err == nil && !st.Alive
+	}
+	var w *tailer.Waiter
+	if d.req.MaxWait > 0 {
+		var err error
+		if w, err = tailer.NewWaiter(path); err != nil {
+			return fmt.Errorf("watch %s: %w", path, err)
+		}
+		defer w.Close()
+	}
+	every := d.req.CheckpointEvery
+	if every <= 0 {
+		every = defaultCheckpointEvery
+	}
+	began := time.Now()
+	for {
+		var batch tailer.Batch
+		var err error
+		if w != nil {
+			limit := d.req.MaxWait
+			if d.res.Events > 0 {
+				limit = every
+			}
+			wait := limit - time.Since(began)
+			if wait <= 0 {
+				return nil // checkpoint
+			}
+			batch, err = w.Wait(ctx, d.res.Next.tailer(), tailer.WaitOptions{
+				MaxWait: wait, Poll: d.a.Config.TailPoll, MaxBytes: maxBatchBytes, Stop: exited,
+			})
+		} else {
+			batch, err = tailer.ReadFrom(path, d.res.Next.tailer(), maxBatchBytes)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		if err := d.take(ctx, batch); err != nil {
+			return err
+		}
+		if d.res.Outcome != nil {
+			return nil
+		}
+		if len(batch.Lines) > 0 {
+			continue
+		}
+		// Nothing new: the conductor is gone, or the wait ran out.
+		st, err := proc.Inspect(d.req.Handle.proc())
+		if err != nil {
+			return fmt.Errorf("inspect conductor pid %d: %w", d.req.Handle.PID, err)
+		}
+		if st.Alive {
+			if w == nil {
+				return nil // a drain returns what is there
+			}
+			continue
+		}
+		return d.drain(ctx, st.ExitCode)
+	}
+}
+
+// drain reads a gone conductor's log to its end (only complete lines can
+// be left, perhaps a torn last one), then its final state.
+func (d *delivery) drain(ctx context.Context, exitCode int) error {
+	path := d.req.Plan.EventsPath
+	for read := 0; read < maxDrainBytes; {
+		more, err := tailer.ReadFrom(path, d.res.Next.tailer(), maxBatchBytes)
+		if err != nil {
+			return fmt.Errorf("drain %s: %w", path, err)
+		}
+		if len(more.Lines) == 0 {
+			break
+		}
+		for _, l := range more.Lines {
+			read += len(l.Data) + 1
+		}
+		if err := d.take(ctx, more); err != nil {
+			return err
+		}
+		if d.res.Outcome != nil {
+			return nil
+		}
+		if read >= maxDrainBytes {
+			// More is waiting: a checkpoint now, and the next call drains on.
+			return nil
+		}
+	}
+	d.res.Exited = true
+	d.res.ExitCode = exitCode
+	d.res.State, d.res.StateError = readState(d.req.Plan.StatePath, d.explain)
+	d.res.LogTail = readLogTail(d.req.Handle.LogPath)
+	return nil
+}
+
+// take reduces and delivers a batch, in order.
+func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
+	evs, malformed, sample := parseLines(batch.Lines, d.explain)
+	d.res.Malformed += malformed
+	if sample != "" {
+		d.res.MalformedSample = sample
+	}
+	for _, ev := range evs {
+		if err := d.step(ctx, ev); err != nil {
+			return err
+		}
+	}
+	// The cursor moves only once the batch is delivered: a call that fails
+	// midway is retried from the checkpoint, never past an undelivered line.
+	d.res.Next = cursorOf(batch.Next)
+	return nil
+}
+
+func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
+	d.res.Events++
+	if c, ok := d.brief.Reduce(ev); ok {
+		if d.skip > 0 {
+			d.skip--
+			d.res.Resumed++
+		} else if err := d.patch(ctx, d.enc.Patch(&d.brief, c)); err != nil {
+			return err
+		}
+	}
+	if s := d.status(); ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil &&
+		s != mapping.TaskInProgress && s != mapping.TaskCompleted {
+		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
+	}
+	if ev.IsTerminal() && d.res.Outcome == nil {
+		if o, ok := mapping.OutcomeFromEvent(ev, d.brief); ok {
+			d.res.Outcome = &o
+			if o.TaskStatus == mapping.TaskCompleted {
+				d.setStatus(ctx, mapping.TaskCompleted, mapping.PlanCompleted)
+			}
+		}
+	}
+	return nil
+}
+
+// status is the task's status as far as this call knows.
+func (d *delivery) status() mapping.TaskStatus {
+	if d.res.TaskStatus != "" {
+		return d.res.TaskStatus
+	}
+	return d.req.TaskStatus
+}
+
+// patch sends one body, retrying what a retry can fix for as long as the
+// activity lives (a karvi outage holds delivery back, in order, and loses
+// nothing). A refusal for good is recorded, and the rest of the call only
+// reduces.
+func (d *delivery) patch(ctx context.Context, p mapping.Patch) error {
+	if d.sinkDown {
+		return nil
+	}
+	err := d.retry(ctx, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, p.Body) })
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		d.res.Patches++
+	case errors.As(err, &appErr) && appErr.NonRetryable():
+		d.sinkDown = true
+		d.res.SinkProblem = err.Error()
+		activity.GetLogger(ctx).Warn("brief patch not delivered", "task", d.req.TaskID, "error", err)
+	default:
+		return err
+	}
+	return nil
+}
+
+// setStatus writes a status the events decided. A refusal for good is
+// left to the workflow, which writes the final status itself and reports
+// what karvi said.
+func (d *delivery) setStatus(ctx context.Context, s mapping.TaskStatus, ps mapping.PlanStatus) {
+	u := d.req.Base
+	u.Status, u.DispatchState = s, mapping.DispatchStateFor(ps)
+	err := d.retry(ctx, func() error { return d.a.Sink.SetStatus(ctx, d.req.TaskID, u.sink()) })
+	if err != nil {
+		d.res.SinkProblem = err.Error()
+		return
+	}
+	d.res.TaskStatus = s
+}
+
+// retry runs a sink write until it succeeds, fails for good, or the
+// activity ends. Errors come back as the sink activities' errors
+// (sinkError), so refusals are non-retryable application errors.
+func (d *delivery) retry(ctx context.Context, write func() error) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := write()
+		if err == nil {
+			return nil
+		}
+		err = sinkError("deliver to task "+d.req.TaskID, err)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.NonRetryable() {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// skipDelivered finds how many patches past the checkpoint the sink already
+// holds: it reduces the log ahead on a copy of the brief and looks for the
+// state the sink's brief shows (every patch carries the whole log, so at
+// most one state matches). When none matches, the sink holds something
+// else (another writer, or a lost skeleton) and delivery sends again from
+// the checkpoint, which converges to the same brief.
+func (d *delivery) skipDelivered(ctx context.Context) error {
+	held, err := d.a.Sink.CurrentBrief(ctx, d.req.TaskID)
+	if err != nil {
+		return sinkError("read the brief of task "+d.req.TaskID, err)
+	}
+	if held == nil || mapping.SinkHolds(held, &d.brief.Brief) {
+		return nil
+	}
+	probe := d.brief.Clone()
+	next := d.res.Next
+	n, found := 0, -1
+	for read := 0; read < maxResumeBytes; {
+		batch, err := tailer.ReadFrom(d.req.Plan.EventsPath, next.tailer(), maxBatchBytes)
+		if err != nil {
+			return fmt.Errorf("read ahead in %s: %w", d.req.Plan.EventsPath, err)
+		}
+		if len(batch.Lines) == 0 {
+			break
+		}
+		evs, _, _ := parseLines(batch.Lines, d.explain)
+		for _, ev := range evs {
+			if _, ok := probe.Reduce(ev); ok {
+				n++
+				if mapping.SinkHolds(held, &probe.Brief) {
+					found = n
+				}
+			}
+		}
+		for _, l := range batch.Lines {
+			read += len(l.Data) + 1
+		}
+		next = cursorOf(batch.Next)
+	}
+	if found < 0 {
+		activity.GetLogger(ctx).Warn("the sink's brief matches no state since the checkpoint; delivering again from it",
+			"task", d.req.TaskID, "events ahead", n)
+		return nil
+	}
+	d.skip = found
+	return nil
+}

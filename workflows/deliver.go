@@ -1,0 +1,199 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/mapping"
+)
+
+// An attempt as it runs today: one activity starts it, then the delivering
+// tail carries every event's PATCH to the sink without waiting for the
+// workflow, and reports back at checkpoints, where the workflow records the
+// cursor and the brief. Between checkpoints the workflow's history does not
+// grow: a 3-phase task costs a handful of activities, not one per event.
+
+// startAttempt writes the plan, the skeleton and the dispatched status and
+// starts the conductor, in one activity.
+func (r *taskRun) startAttempt() error {
+	a := &r.st.Current
+	var res activities.StartAttemptResult
+	err := workflow.ExecuteActivity(attemptOptions(r.ctx), acts.StartAttempt, activities.StartAttemptRequest{
+		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(),
+	}).Get(r.ctx, &res)
+	if err != nil {
+		return fmt.Errorf("start attempt %d: %w", a.N, err)
+	}
+	a.Plan = &res.Plan
+	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, res.Plan.Summary)
+	a.Cursor = activities.TailCursor{}
+	a.LastEventAt = workflow.Now(r.ctx)
+	r.st.TaskStatus = mapping.TaskDispatched
+	if res.SinkProblem != "" {
+		r.st.SinkProblem = res.SinkProblem
+	} else {
+		r.st.Counts.PatchesSent++
+	}
+	if res.Conductor == nil {
+		r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+res.StartError))
+		r.upsertSearch()
+		return nil
+	}
+	a.Conductor = res.Conductor
+	a.Stage = StageRunning
+	r.upsertSearch()
+	return nil
+}
+
+// deliver runs the delivering tail until its next checkpoint. A signal
+// does not cancel it: the conductor is stopped instead, and the tail, which
+// sees it gone, reads the log to its end and returns. So one delivery at a
+// time ever writes to the sink, and nothing is left undelivered.
+func (r *taskRun) deliver() error {
+	a := &r.st.Current
+	wait := r.st.Tuning.tailWait()
+	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
+		wait = limit
+	}
+	fut := workflow.ExecuteActivity(deliverOptions(r.ctx, wait), acts.DeliverEvents, r.deliverRequest(wait))
+	signalled := false
+	for !fut.IsReady() && !signalled {
+		sel := workflow.NewSelector(r.ctx)
+		sel.AddFuture(fut, func(workflow.Future) {})
+		r.addSignalReceivers(sel)
+		sel.Select(r.ctx)
+		signalled = r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch
+	}
+	if signalled && !fut.IsReady() {
+		if err := r.abortConductor(); err != nil {
+			return err
+		}
+	}
+	var res activities.DeliverResult
+	if err := fut.Get(r.ctx, &res); err != nil {
+		return fmt.Errorf("deliver events of %s: %w", a.PlanName(), err)
+	}
+	r.st.Polls++
+	r.checkpoint(res)
+	if a.Outcome != nil {
+		// A terminal event wins over a signal that came with it: finish()
+		// reports it, then honours the signal.
+		a.Stage = StageFinish
+		return nil
+	}
+	if signalled {
+		return nil // actOnSignals decides, with everything delivered
+	}
+	if res.Exited {
+		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
+			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
+		}, a.Brief, a.Plan.Summary))
+		return nil
+	}
+	if silent := workflow.Now(r.ctx).Sub(a.LastEventAt); silent > r.silenceLimit() {
+		r.log.Warn("conductor silent past its timeout; stopping it",
+			"plan", a.PlanName(), "silent", silent.String())
+		completed, err := r.stopConductor()
+		if err != nil {
+			return err
+		}
+		o := mapping.TimeoutOutcome(r.currentPhase())
+		if completed != nil {
+			o = *completed
+		}
+		r.decide(o)
+	}
+	return nil
+}
+
+func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
+	a := &r.st.Current
+	return activities.DeliverRequest{
+		TaskID: r.st.Dispatch.TaskID, Plan: *a.Plan, Handle: *a.Conductor,
+		Cursor: a.Cursor, Brief: a.Brief,
+		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
+		MaxWait: wait, CheckpointEvery: r.st.Tuning.checkpointEvery(),
+	}
+}
+
+// checkpoint records what a delivery did.
+func (r *taskRun) checkpoint(res activities.DeliverResult) {
+	a := &r.st.Current
+	a.Cursor = res.Next
+	a.Brief = res.Brief
+	a.Events += res.Events
+	r.st.Counts.EventsApplied += res.Events
+	r.st.Counts.PatchesSent += res.Patches + res.Resumed
+	r.st.Counts.Malformed += res.Malformed
+	if res.MalformedSample != "" {
+		r.st.Counts.LastMalformed = res.MalformedSample
+	}
+	if res.SinkProblem != "" {
+		r.st.SinkProblem = res.SinkProblem
+	}
+	if res.TaskStatus != "" {
+		r.st.TaskStatus = res.TaskStatus
+	}
+	if res.Events > 0 {
+		a.LastEventAt = workflow.Now(r.ctx)
+	}
+	if res.Outcome != nil && a.Outcome == nil {
+		a.Outcome = res.Outcome
+	}
+	a.Drained = a.Drained || res.Exited
+	r.upsertSearch()
+}
+
+// abortConductor stops the conductor's process group and marks its plan
+// aborted.
+func (r *taskRun) abortConductor() error {
+	a := &r.st.Current
+	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
+		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+	if err != nil {
+		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
+	}
+	a.Stopped = true
+	return nil
+}
+
+// stopAndDrain is stopConductor for delivery in the tail: stop the
+// conductor unless it was stopped already, deliver
+// what it wrote up to its end, and
+// return its own outcome when the plan completed before it could be
+// stopped. Any other terminal event gives way to the decision at hand.
+func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
+	a := &r.st.Current
+	if a.Conductor != nil && a.Plan != nil && !a.Drained {
+		if !a.Stopped {
+			if err := r.abortConductor(); err != nil {
+				return nil, err
+			}
+		}
+		var res activities.DeliverResult
+		err := workflow.ExecuteActivity(deliverOptions(r.ctx, 0), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
+		if err != nil {
+			return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
+		}
+		r.checkpoint(res)
+		a.Conductor = nil
+	}
+	completed := a.Outcome
+	a.Outcome = nil
+	if completed != nil && completed.TaskStatus == mapping.TaskCompleted {
+		return completed, nil
+	}
+	return nil, nil
+}
+
+// statusBase is what every status write of this task carries.
+func (r *taskRun) statusBase() activities.TaskStatusUpdate {
+	return activities.TaskStatusUpdate{
+		PlanID:   r.st.Dispatch.PlanID,
+		PlanName: r.st.Current.PlanName(),
+		AskedAt:  workflow.Now(r.ctx).UTC().Format(time.RFC3339),
+	}
+}
