@@ -46,11 +46,11 @@ type fakeConductor struct {
 	starts, aborts, live, maxLive int
 	// stopped: the current conductor was aborted; a delivery then reads the
 	// log to its end and reports it exited, as the real one does.
-	stopped bool
-	prepared                      []activities.PrepareRequest
-	patches                       [][]byte
-	statuses                      []activities.TaskStatusUpdate
-	patchErr                      error
+	stopped  bool
+	prepared []activities.PrepareRequest
+	patches  [][]byte
+	statuses []activities.TaskStatusUpdate
+	patchErr error
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
