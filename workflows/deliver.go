@@ -54,10 +54,7 @@ func (r *taskRun) startAttempt() error {
 // time ever writes to the sink, and nothing is left undelivered.
 func (r *taskRun) deliver() error {
 	a := &r.st.Current
-	wait := r.st.Tuning.tailWait()
-	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
-		wait = limit
-	}
+	wait := r.pollWait()
 	fut := workflow.ExecuteActivity(deliverOptions(r.ctx, wait), acts.DeliverEvents, r.deliverRequest(wait))
 	signalled := false
 	for !fut.IsReady() && !signalled {
@@ -93,20 +90,7 @@ func (r *taskRun) deliver() error {
 		}, a.Brief, a.Plan.Summary))
 		return nil
 	}
-	if silent := workflow.Now(r.ctx).Sub(a.LastEventAt); silent > r.silenceLimit() {
-		r.log.Warn("conductor silent past its timeout; stopping it",
-			"plan", a.PlanName(), "silent", silent.String())
-		completed, err := r.stopConductor()
-		if err != nil {
-			return err
-		}
-		o := mapping.TimeoutOutcome(r.currentPhase())
-		if completed != nil {
-			o = *completed
-		}
-		r.decide(o)
-	}
-	return nil
+	return r.stopIfSilent()
 }
 
 func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -259,107 +258,6 @@ func (r *taskRun) endAttempt(ended, lastError string) {
 	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 }
 
-func (r *taskRun) prepare() error {
-	a := &r.st.Current
-	var info activities.PlanInfo
-	err := workflow.ExecuteActivity(prepareOptions(r.ctx), acts.PreparePlan,
-		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N}).Get(r.ctx, &info)
-	if err != nil {
-		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
-	}
-	a.Plan = &info
-	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, info.Summary)
-	a.Cursor = activities.TailCursor{}
-	a.LastEventAt = workflow.Now(r.ctx)
-	r.sendPatches([]mapping.Patch{r.enc.Init(&a.Brief)})
-	if err := r.setStatus(activities.TaskStatusUpdate{
-		Status:        mapping.TaskDispatched,
-		DispatchState: mapping.DispatchStateFor(mapping.PlanPending),
-	}); err != nil {
-		return err
-	}
-	a.Stage = StageStart
-	r.upsertSearch()
-	return nil
-}
-
-func (r *taskRun) start() error {
-	a := &r.st.Current
-	var h activities.ConductorHandle
-	err := workflow.ExecuteActivity(startOptions(r.ctx), acts.StartConductor,
-		activities.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
-	if err != nil {
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrConductorStart {
-			r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+appErr.Message()))
-			return nil
-		}
-		return fmt.Errorf("start conductor for %s: %w", a.PlanName(), err)
-	}
-	a.Conductor = &h
-	a.LastEventAt = workflow.Now(r.ctx)
-	a.Stage = StageRunning
-	return nil
-}
-
-// tail waits for the next batch of events, or a signal, whichever is first.
-func (r *taskRun) tail() error {
-	a := &r.st.Current
-	wait := r.st.Tuning.tailWait()
-	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
-		wait = limit
-	}
-	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait))
-	defer cancel()
-	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, activities.TailRequest{
-		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor, MaxWait: wait})
-
-	var res activities.TailResult
-	var tailErr error
-	got := false
-	sel := workflow.NewSelector(r.ctx)
-	sel.AddFuture(fut, func(f workflow.Future) {
-		got = true
-		tailErr = f.Get(r.ctx, &res)
-	})
-	r.addSignalReceivers(sel)
-	sel.Select(r.ctx)
-	if !got {
-		// A signal came first. The poll is cancelled and its result, if any,
-		// dropped: the cursor did not move, so the next poll reads it again.
-		return nil
-	}
-	if tailErr != nil {
-		return fmt.Errorf("tail events of %s: %w", a.PlanName(), tailErr)
-	}
-	r.st.Polls++
-	r.apply(res)
-	if a.Outcome != nil {
-		a.Stage = StageFinish
-		return nil
-	}
-	if res.Exited {
-		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
-		}, a.Brief, a.Plan.Summary))
-		return nil
-	}
-	if silent := workflow.Now(r.ctx).Sub(a.LastEventAt); silent > r.silenceLimit() {
-		r.log.Warn("conductor silent past its timeout; stopping it",
-			"plan", a.PlanName(), "silent", silent.String())
-		completed, err := r.stopConductor()
-		if err != nil {
-			return err
-		}
-		o := mapping.TimeoutOutcome(r.currentPhase())
-		if completed != nil {
-			o = *completed
-		}
-		r.decide(o)
-	}
-	return nil
-}
-
 // addSignalReceivers makes sel note an abort or redispatch signal.
 func (r *taskRun) addSignalReceivers(sel workflow.Selector) {
 	sel.AddReceive(r.abortCh, func(c workflow.ReceiveChannel, _ bool) {
@@ -374,6 +272,40 @@ func (r *taskRun) addSignalReceivers(sel workflow.Selector) {
 	})
 }
 
+// pollWait is how long one read of the event log may wait for news: the
+// tuning's bound, or half the silence limit when that is shorter, so a
+// silent conductor is noticed in time.
+func (r *taskRun) pollWait() time.Duration {
+	wait := r.st.Tuning.tailWait()
+	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
+		wait = limit
+	}
+	return wait
+}
+
+// stopIfSilent stops a conductor that wrote nothing for longer than its
+// plan allows, and decides the attempt timed out (unless the plan completed
+// before it could be stopped).
+func (r *taskRun) stopIfSilent() error {
+	a := &r.st.Current
+	silent := workflow.Now(r.ctx).Sub(a.LastEventAt)
+	if silent <= r.silenceLimit() {
+		return nil
+	}
+	r.log.Warn("conductor silent past its timeout; stopping it",
+		"plan", a.PlanName(), "silent", silent.String())
+	completed, err := r.stopConductor()
+	if err != nil {
+		return err
+	}
+	o := mapping.TimeoutOutcome(r.currentPhase())
+	if completed != nil {
+		o = *completed
+	}
+	r.decide(o)
+	return nil
+}
+
 // silenceLimit is how long the conductor may write nothing: the plan's
 // timeout plus a grace, since the conductor enforces phase timeouts itself
 // and this only catches a conductor that hangs.
@@ -385,82 +317,14 @@ func (r *taskRun) silenceLimit() time.Duration {
 	return time.Duration(p.Summary.TimeoutSec)*time.Second + r.st.Tuning.silenceGrace()
 }
 
-// apply reduces a batch into the brief, sends the resulting patches in
-// order, and notes a terminal event's outcome.
-func (r *taskRun) apply(res activities.TailResult) {
-	a := &r.st.Current
-	a.Cursor = res.Next
-	r.st.Counts.Malformed += res.Malformed
-	if res.MalformedSample != "" {
-		r.st.Counts.LastMalformed = res.MalformedSample
-	}
-	if len(res.Events) == 0 {
-		return
-	}
-	a.LastEventAt = workflow.Now(r.ctx)
-	var patches []mapping.Patch
-	started := false
-	for _, ev := range res.Events {
-		if c, ok := a.Brief.Reduce(ev); ok {
-			patches = append(patches, r.enc.Patch(&a.Brief, c))
-		}
-		a.Events++
-		r.st.Counts.EventsApplied++
-		if ev.Type == mapping.EventPhaseStart {
-			started = true
-		}
-		if ev.IsTerminal() && a.Outcome == nil {
-			if o, ok := mapping.OutcomeFromEvent(ev, a.Brief); ok {
-				a.Outcome = &o
-			}
-		}
-	}
-	r.sendPatches(patches)
-	if started && r.st.TaskStatus != mapping.TaskInProgress && a.Outcome == nil {
-		if err := r.setStatus(activities.TaskStatusUpdate{
-			Status:        mapping.TaskInProgress,
-			DispatchState: mapping.DispatchStateFor(mapping.PlanRunning),
-		}); err != nil {
-			// The status write failed for good (karvi refused it); the run
-			// goes on and the problem is visible in the status query.
-			r.st.SinkProblem = err.Error()
-		}
-	}
-	r.upsertSearch()
-}
-
-// stopConductor aborts the current run and reads what it wrote up to its
-// end. It returns the conductor's own outcome when the plan had already
-// completed before it could be stopped.
+// stopConductor stops the attempt's conductor and delivers what it wrote up
+// to its end. It returns the conductor's own outcome when the plan had
+// already completed before it could be stopped.
 func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
-	a := &r.st.Current
 	if r.deliverInTail {
 		return r.stopAndDrain()
 	}
-	if a.Conductor == nil || a.Plan == nil {
-		return nil, nil
-	}
-	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
-		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
-	}
-	// The process group is gone: one more read drains the log to its end.
-	var res activities.TailResult
-	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0), acts.TailEvents, activities.TailRequest{
-		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor}).Get(r.ctx, &res)
-	if err != nil {
-		return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
-	}
-	before := a.Outcome
-	r.apply(res)
-	completed := a.Outcome
-	a.Outcome = before
-	a.Conductor = nil
-	if completed != nil && completed.TaskStatus == mapping.TaskCompleted {
-		return completed, nil
-	}
-	return nil, nil
+	return r.stopConductorV1()
 }
 
 // finish writes the task's final status. A redispatch that arrived while the
@@ -502,22 +366,6 @@ func (r *taskRun) finish() error {
 	}
 	a.Stage = StageDone
 	return nil
-}
-
-func (r *taskRun) sendPatches(patches []mapping.Patch) {
-	if len(patches) == 0 {
-		return
-	}
-	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx), acts.PatchBrief,
-		activities.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
-	if err != nil {
-		// Only final refusals get here (404 no brief, unauthorized): the brief
-		// stays in the workflow, queryable, and the run goes on.
-		r.st.SinkProblem = err.Error()
-		r.log.Warn("brief patch not delivered", "task", r.st.Dispatch.TaskID, "error", err)
-		return
-	}
-	r.st.Counts.PatchesSent += len(patches)
 }
 
 func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
