@@ -78,14 +78,10 @@ func decodeAll(t *testing.T, bodies []json.RawMessage) []any {
 }
 
 // waitPatches waits until karvi has accepted at least n brief PATCHes for
-// the task and returns how many it has.
-func (r *rig) waitPatches(ctx context.Context, taskID string, n int) int {
+// the task.
+func (r *rig) waitPatches(ctx context.Context, taskID string, n int) {
 	r.T().Helper()
-	for {
-		got := len(r.KarviPatches(taskID))
-		if got >= n {
-			return got
-		}
+	for len(r.KarviPatches(taskID)) < n {
 		_, err := r.Karvi.WaitWrites(ctx, taskID, len(r.Karvi.Writes(taskID))+1)
 		require.NoError(r.T(), err, "waiting for PATCH %d of %s", n, taskID)
 	}
@@ -106,8 +102,10 @@ func TestKarviOutageThen503(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Down once the skeleton and plan_start are in: the phases' PATCHes
-	// and both status changes must then wait out the outage.
-	before := r.waitPatches(ctx, id, 2)
+	// and the status changes must then wait out the outage. The PATCH of
+	// an event in plan_start's batch may still get in before the port
+	// closes; that is a race of this test, not part of the fault.
+	r.waitPatches(ctx, id, 2)
 	require.NoError(t, r.Karvi.SetDown(true))
 	down := time.Now()
 	// The outage is the fault itself, not a wait for an event: the
@@ -116,7 +114,9 @@ func TestKarviOutageThen503(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	require.True(t, hasEvent(r.EventsPath(id, plan), "plan_completed", ""),
 		"the conductor finished during the outage, so every later PATCH had to wait")
-	require.Len(t, r.KarviPatches(id), before, "nothing reached karvi while it was down")
+	for _, w := range r.Karvi.Writes(id) {
+		require.False(t, w.At.After(down), "%s %s reached karvi while it was down", w.Method, w.Path)
+	}
 
 	// Back on the same port, but the first two writes get 503. The
 	// conductor has finished, so the rest of its events reach the workflow
