@@ -5,6 +5,9 @@ GO        ?= go
 BIN       := $(CURDIR)/bin
 TEMPORAL  := $(BIN)/temporal
 PKGS      := ./... ./testdata/eddasim/...
+# Suites that need a real dev server and the binaries above build only with
+# this tag; `make test` and `make check` set it, `make unit` does not.
+TAGS      := realserver
 # Fuzz targets get a short bounded run in CI; override FUZZTIME for longer.
 FUZZTIME  ?= 10s
 
@@ -25,22 +28,25 @@ $(TEMPORAL): tools/temporal/go.mod tools/temporal/go.sum
 
 tools: temporal
 
-# gofmt, go vet, staticcheck and the SDK's workflowcheck.
+# gofmt, go vet, staticcheck and the SDK's workflowcheck; vet and
+# staticcheck with the tag, so they see the real-server suites too.
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) tool -modfile=tools/lint/go.mod staticcheck $(PKGS)
+	$(GO) vet -tags $(TAGS) $(PKGS)
+	$(GO) tool -modfile=tools/lint/go.mod staticcheck -tags $(TAGS) $(PKGS)
 	$(GO) tool -modfile=tools/lint/go.mod workflowcheck -config workflows/workflowcheck.yaml ./workflows/...
 
 lint: check
 
-# Unit, workflow (testsuite and replay) and end-to-end tests against a real
-# dev server that the tests start and stop themselves on 127.0.0.1.
+# Unit, workflow (testsuite and replay), end-to-end and fault tests; the
+# last two, behind the tag, run against a real dev server that they start
+# and stop themselves on 127.0.0.1, and fail if a binary is missing.
 test: temporal build check
-	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(GO) test -race -count=1 -timeout 30m $(PKGS)
+	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(GO) test -race -count=1 -tags $(TAGS) -timeout 30m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
+# The quick run: no tag, so nothing needs a server or a prebuilt binary.
 unit:
 	$(GO) test -race -count=1 -short $(PKGS)
 

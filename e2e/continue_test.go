@@ -1,14 +1,14 @@
+//go:build realserver
+
 package e2e
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -16,27 +16,22 @@ import (
 // real server: the running conductor is carried, not restarted, and every
 // event reaches the brief exactly once.
 func TestContinueAsNewOnLongRun(t *testing.T) {
-	r := newRig(t, rigOptions{})
-	work := r.workspace("T11")
-	d := dispatch(t, "T11", "Chatty agent. [sim phase=implement events=150 delay=1500ms]")
-	run, err := r.cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: workflows.WorkflowID("T11"), TaskQueue: r.queue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-	}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d,
-		Tuning: &workflows.Tuning{ContinueAsNewAfterPolls: 4}})
-	require.NoError(t, err)
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T11")
+	d := testrig.Dispatch(t, "T11", "Chatty agent. [sim phase=implement events=150 delay=1500ms]")
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{ContinueAsNewAfterPolls: 4}})
 	// run.Get follows the chain of continued runs to the last one.
-	res := r.result(run)
+	res := r.Result(run)
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
 
-	st, err := r.status("T11")
+	st, err := r.Status("T11")
 	require.NoError(t, err)
 	require.Positive(t, st.ContinuedAsNew, "the run must have continued as new")
 
-	events := eventsOf(t, work, res.PlanName)
+	events := r.Events("T11", res.PlanName)
 	require.Equal(t, len(events), st.EventsApplied, "every event applied exactly once across runs")
 	require.Len(t, res.Brief.Log, len(events), "one log entry per event")
-	hs, err := devenv.Handles(r.workRoot)
+	hs, err := devenv.Handles(r.WorkRoot)
 	require.NoError(t, err)
 	require.Len(t, hs, 1, "one conductor for the attempt")
 	starts := 0

@@ -1,3 +1,5 @@
+//go:build realserver
+
 package e2e
 
 import (
@@ -10,37 +12,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/internal/testrig"
 )
 
 const karviToken = "e2e-karvi-token-7c1f"
 
-func startKarvi(t *testing.T) *karvifake.Server {
-	t.Helper()
-	k := karvifake.New(karvifake.Options{Token: karviToken})
-	_, err := k.Start()
-	require.NoError(t, err)
-	t.Cleanup(k.Close)
-	return k
-}
-
 // The karvi sink against a server that enforces karvi's rules: deep merge
 // with arrays replaced, legal status transitions only, bearer auth.
 func TestKarviSinkHappyPath(t *testing.T) {
-	k := startKarvi(t)
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
 	require.NoError(t, k.AddTask(karvifake.Task{ID: "T5", Status: "dispatched", BriefPath: true,
 		Brief: json.RawMessage(`{"meta":{"boardType":"brief"},"controls":{"owner":"karvi"},"log":[]}`)}))
-	r := newRig(t, rigOptions{sink: "karvi", karviURL: k.URL(), env: []string{"KARVI_API_TOKEN=" + karviToken}})
-	r.workspace("T5")
-	res := r.result(r.start(dispatch(t, "T5", "Add user authentication with JWT. "+seedCosts)))
+	r.Workspace("T5")
+	res := r.Result(r.Start(testrig.Dispatch(t, "T5", "Add user authentication with JWT. "+testrig.ExampleCosts)))
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
 
-	brief := normalize(k.Brief("T5")).(map[string]any)
+	brief := testrig.Normalize(k.Brief("T5")).(map[string]any)
 	controls := brief["controls"]
 	require.Equal(t, map[string]any{"owner": "karvi"}, controls, "karvi's own fields survive the deep merge")
 	delete(brief, "controls")
-	require.Equal(t, seedBrief(t), brief)
+	require.Equal(t, testrig.ExampleBrief(t), brief)
 
-	// Every brief write was a PATCH, in the seed's order after the skeleton.
+	// Every brief write was a PATCH, in example A's order after the skeleton.
 	var patches []map[string]any
 	var statuses []string
 	for _, w := range k.Writes("T5") {
@@ -56,10 +50,10 @@ func TestKarviSinkHappyPath(t *testing.T) {
 			statuses = append(statuses, body.Status)
 		}
 	}
-	golden := readJSONL(t, filepath.Join("..", "testdata", "examples", "A", "patches.jsonl"))
+	golden := testrig.ExamplePatches(t)
 	require.Len(t, patches, len(golden)+1)
 	for i := range golden {
-		require.Equal(t, normalize(golden[i]), normalize(patches[i+1]), "patch %d", i+1)
+		require.Equal(t, testrig.Normalize(golden[i]), testrig.Normalize(patches[i+1]), "patch %d", i+1)
 	}
 	require.Equal(t, []string{"in_progress", "completed"}, statuses, "only legal transitions, each once")
 	task, ok := k.Task("T5")
@@ -67,7 +61,7 @@ func TestKarviSinkHappyPath(t *testing.T) {
 	require.Equal(t, "completed", task.Status)
 
 	// The token reached karvi but nothing the worker wrote down.
-	logData, err := os.ReadFile(filepath.Join(r.dir, "worker-1.log"))
+	logData, err := os.ReadFile(filepath.Join(r.Dir, "worker-1.log"))
 	require.NoError(t, err)
 	require.NotContains(t, string(logData), karviToken)
 }
@@ -75,22 +69,22 @@ func TestKarviSinkHappyPath(t *testing.T) {
 // A task without a brief: karvi answers 404, the run goes on, the brief stays
 // queryable in the workflow, and the problem is visible in the status query.
 func TestKarviSinkWithoutBrief(t *testing.T) {
-	k := startKarvi(t)
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
 	require.NoError(t, k.AddTask(karvifake.Task{ID: "T6", Status: "dispatched"}))
-	r := newRig(t, rigOptions{sink: "karvi", karviURL: k.URL(), env: []string{"KARVI_API_TOKEN=" + karviToken}})
-	r.workspace("T6")
-	run := r.start(dispatch(t, "T6", "No brief here."))
-	res := r.result(run)
+	r.Workspace("T6")
+	run := r.Start(testrig.Dispatch(t, "T6", "No brief here."))
+	res := r.Result(run)
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 3, res.Brief.CompletedPhases, "the brief is kept in the workflow")
 
-	st, err := r.status("T6")
+	st, err := r.Status("T6")
 	require.NoError(t, err)
 	require.Contains(t, st.SinkProblem, "no brief for this task")
 	task, ok := k.Task("T6")
 	require.True(t, ok)
 	require.Equal(t, "completed", task.Status, "the status still reached karvi")
-	logData, err := os.ReadFile(filepath.Join(r.dir, "worker-1.log"))
+	logData, err := os.ReadFile(filepath.Join(r.Dir, "worker-1.log"))
 	require.NoError(t, err)
 	require.Contains(t, string(logData), "no brief for this task", "the problem is logged")
 }

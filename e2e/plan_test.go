@@ -1,3 +1,5 @@
+//go:build realserver
+
 package e2e
 
 import (
@@ -10,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -19,7 +22,7 @@ import (
 func TestGeneratedPlansPassTheConductorsParser(t *testing.T) {
 	sim, err := devenv.Binary("eddasim")
 	require.NoError(t, err)
-	dirT, err := devenv.TemplatesDir()
+	dirT, err := testrig.TemplatesDir()
 	require.NoError(t, err)
 	templates, err := activities.LoadTemplates(dirT)
 	require.NoError(t, err)
@@ -36,7 +39,7 @@ func TestGeneratedPlansPassTheConductorsParser(t *testing.T) {
 	n := 0
 	for _, id := range taskIDs {
 		for i, msg := range messages {
-			d := dispatch(t, id, msg)
+			d := testrig.Dispatch(t, id, msg)
 			d.Skill = ""
 			if i%3 == 1 {
 				d.Skill = "review"

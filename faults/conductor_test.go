@@ -1,10 +1,12 @@
+//go:build realserver
+
 package faults
 
-// Conductor faults (issue 4, item 4). Each test breaks the conductor in one
-// way and asserts the end state: the seed's status mapping (blocked unless
-// the conductor's own truth says otherwise), a lastError that names the
-// phase or the cause, the same status in the sink, and no process of any
-// run left behind.
+// Conductor faults. Each test breaks the conductor in one way and asserts
+// the end state: the status mapping of the karvi<->edda contract
+// (docs/contract.md: blocked unless the conductor's own truth says
+// otherwise), a lastError that names the phase or the cause, the same
+// status in the sink, and no process of any run left behind.
 //
 // Where a fault must land at a precise point, the conductor's process group
 // is frozen with SIGSTOP (so it can write nothing), the test awaits the
@@ -12,7 +14,6 @@ package faults
 // SIGCONT: no step depends on how fast anything runs.
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -32,10 +34,8 @@ import (
 // conductorHandle reads the run record of a task's plan.
 func conductorHandle(t *testing.T, r *rig, taskID, plan string) proc.Handle {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(r.workRoot, "runs", taskID, plan, "handle.json"))
+	h, err := devenv.ReadHandle(r.WorkRoot, taskID, plan)
 	require.NoError(t, err)
-	var h proc.Handle
-	require.NoError(t, json.Unmarshal(data, &h))
 	require.Greater(t, h.PGID, 1)
 	return h
 }
@@ -82,8 +82,8 @@ func countLines(t *testing.T, path string) int {
 // (frozen) conductor wrote: nothing on disk is left unread when the test
 // tampers with the log.
 func awaitConsumed(r *rig, taskID, events string) workflows.Status {
-	n := countLines(r.t, events)
-	return r.waitFor(taskID, "all events on disk applied", func(s workflows.Status) bool {
+	n := countLines(r.T(), events)
+	return r.WaitFor(taskID, "all events on disk applied", func(s workflows.Status) bool {
 		return s.EventsApplied == n
 	})
 }
@@ -92,16 +92,16 @@ func awaitConsumed(r *rig, taskID, events string) workflows.Status {
 // process group of any run under the work root has a running member.
 func assertNoConductorGroups(t *testing.T, r *rig) {
 	t.Helper()
-	hs, err := devenv.Handles(r.workRoot)
+	hs, err := devenv.Handles(r.WorkRoot)
 	require.NoError(t, err)
 	require.NotEmpty(t, hs, "the test started no conductor")
 	for _, h := range hs {
 		require.False(t, proc.GroupAlive(h.PGID), "group %d of %s still has a process", h.PGID, h.LogPath)
 	}
-	r.assertNoOrphans()
+	r.AssertNoOrphans()
 }
 
-// requireBlocked asserts the seed's blocked mapping in the result and in
+// requireBlocked asserts the contract's blocked mapping in the result and in
 // the sink, and returns lastError.
 func requireBlocked(t *testing.T, r *rig, taskID string, res workflows.Result) string {
 	t.Helper()
@@ -111,7 +111,7 @@ func requireBlocked(t *testing.T, r *rig, taskID string, res workflows.Result) s
 	require.Equal(t, 1, o.Code)
 	require.NotEmpty(t, o.LastError)
 	t.Logf("task %s blocked: lastError %q", taskID, o.LastError)
-	st := r.fileStatus(taskID)
+	st := r.FileStatus(taskID)
 	require.Equal(t, "blocked", st["status"])
 	blocker, _ := st["blocker"].(map[string]any)
 	require.Equal(t, o.BlockerReason, blocker["reason"])
@@ -125,9 +125,9 @@ func requireBlocked(t *testing.T, r *rig, taskID string, res workflows.Result) s
 // terminal event, state.json still "running".
 func TestConductorCrash(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC1")
-	res := r.result(r.start(dispatch(t, "CC1", "Crash in the test phase. [sim phase=test die]")))
+	r := newRig(t, testrig.Options{})
+	r.Workspace("CC1")
+	res := r.Result(r.Start(testrig.Dispatch(t, "CC1", "Crash in the test phase. [sim phase=test die]")))
 	last := requireBlocked(t, r, "CC1", res)
 	require.Equal(t, mapping.ErrAgentCrash, res.Outcome.ErrorType)
 	require.True(t, strings.HasPrefix(last,
@@ -140,14 +140,14 @@ func TestConductorCrash(t *testing.T) {
 // its attempts: state.json says blocked, and its phase error is the truth.
 func TestConductorExitZeroBlocked(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC2")
-	res := r.result(r.start(dispatch(t, "CC2",
+	r := newRig(t, testrig.Options{})
+	r.Workspace("CC2")
+	res := r.Result(r.Start(testrig.Dispatch(t, "CC2",
 		`Tests never pass. [sim phase=test fail=always error="3 tests failed in auth::jwt"]`)))
 	last := requireBlocked(t, r, "CC2", res)
 	require.Equal(t, "Phase test failed after 3 attempts: check failed: 3 tests failed in auth::jwt", last)
 	require.Equal(t, "Phase test failed: 3 tests failed in auth::jwt", res.Outcome.BlockerReason)
-	for _, ev := range r.events("CC2", res.PlanName) {
+	for _, ev := range r.Events("CC2", res.PlanName) {
 		require.NotContains(t, []any{"plan_completed", "plan_aborted"}, ev["type"])
 	}
 	assertNoConductorGroups(t, r)
@@ -157,18 +157,18 @@ func TestConductorExitZeroBlocked(t *testing.T) {
 // The workflow stops its group and blocks the task "Phase test timed out".
 func TestConductorHang(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC3")
-	d := dispatch(t, "CC3", "Hangs in the test phase. [sim phase=test hang=forever]")
+	r := newRig(t, testrig.Options{})
+	r.Workspace("CC3")
+	d := testrig.Dispatch(t, "CC3", "Hangs in the test phase. [sim phase=test hang=forever]")
 	// Silent for 3 s + 2 s is a hang; the phases before write within
 	// milliseconds, so only the hung phase can trip it.
 	timeout := 3
 	d.TimeoutSec = &timeout
-	run := r.startInput(workflows.TaskInput{Dispatch: d,
+	run := r.StartInput(workflows.TaskInput{Dispatch: d,
 		Tuning: &workflows.Tuning{SilenceGrace: 2 * time.Second}})
-	s := r.waitPhase("CC3", "test")
+	s := r.WaitPhase("CC3", "test")
 	h := conductorHandle(t, r, "CC3", s.PlanName)
-	res := r.result(run)
+	res := r.Result(run)
 	last := requireBlocked(t, r, "CC3", res)
 	require.Equal(t, "Phase test timed out", last)
 	require.Equal(t, mapping.ErrTimeout, res.Outcome.ErrorType)
@@ -180,13 +180,13 @@ func TestConductorHang(t *testing.T) {
 // included, so not even its exit status is recorded).
 func TestConductorKilledFromOutside(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC4")
-	run := r.start(dispatch(t, "CC4", "Killed in the test phase. [sim phase=test hang=forever]"))
-	s := r.waitPhase("CC4", "test")
+	r := newRig(t, testrig.Options{})
+	r.Workspace("CC4")
+	run := r.Start(testrig.Dispatch(t, "CC4", "Killed in the test phase. [sim phase=test hang=forever]"))
+	s := r.WaitPhase("CC4", "test")
 	h := conductorHandle(t, r, "CC4", s.PlanName)
 	require.NoError(t, syscall.Kill(-h.PGID, syscall.SIGKILL))
-	res := r.result(run)
+	res := r.Result(run)
 	last := requireBlocked(t, r, "CC4", res)
 	require.Equal(t, mapping.ErrAgentCrash, res.Outcome.ErrorType)
 	require.True(t, strings.HasPrefix(last,
@@ -195,30 +195,40 @@ func TestConductorKilledFromOutside(t *testing.T) {
 	assertNoConductorGroups(t, r)
 }
 
+// logTamperRun runs example A whose test phase takes a second, and tampers
+// with events.jsonl at a settled point: the conductor is in the test phase,
+// its group frozen, and the workflow has applied every event on disk
+// (consumed is its status then). It thaws the conductor after tamper and
+// returns the workflow's result.
+func logTamperRun(t *testing.T, taskID, message string, tamper func(r *rig, events string, consumed workflows.Status)) (*rig, workflows.Result) {
+	t.Helper()
+	r := newRig(t, testrig.Options{})
+	r.Workspace(taskID)
+	run := r.Start(testrig.Dispatch(t, taskID, message+" "+testrig.ExampleCosts+" [sim phase=test delay=1s]"))
+	s := r.WaitPhase(taskID, "test")
+	h := conductorHandle(t, r, taskID, s.PlanName)
+	events := r.EventsPath(taskID, s.PlanName)
+
+	freezeConductor(t, h)
+	tamper(r, events, awaitConsumed(r, taskID, events))
+	thawConductor(t, h)
+	return r, r.Result(run)
+}
+
 // events.jsonl deleted while the workflow tails it. The conductor keeps
 // running and recreates the log with its next event; every event reached
 // the workflow (those before the deletion had been consumed), so the run
 // completes with the undisturbed brief.
 func TestEventLogDeletedWhileTailing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC5")
-	run := r.start(dispatch(t, "CC5", "Log deleted. "+seedCosts+" [sim phase=test delay=1s]"))
-	s := r.waitPhase("CC5", "test")
-	h := conductorHandle(t, r, "CC5", s.PlanName)
-	events := r.eventsPath("CC5", s.PlanName)
-
-	freezeConductor(t, h)
-	awaitConsumed(r, "CC5", events)
-	require.NoError(t, os.Remove(events))
-	thawConductor(t, h)
-
-	res := r.result(run)
+	r, res := logTamperRun(t, "CC5", "Log deleted.", func(_ *rig, events string, _ workflows.Status) {
+		require.NoError(t, os.Remove(events))
+	})
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
-	require.Equal(t, seedBriefFor(t, "CC5", res.PlanName), r.fileBrief("CC5"))
+	require.Equal(t, testrig.ExampleBriefFor(t, "CC5", res.PlanName), r.FileBrief("CC5"))
 	require.Len(t, res.Brief.Log, 8, "every event once")
-	require.Equal(t, "completed", r.fileStatus("CC5")["status"])
-	st, err := r.status("CC5")
+	require.Equal(t, "completed", r.FileStatus("CC5")["status"])
+	st, err := r.Status("CC5")
 	require.NoError(t, err)
 	require.Zero(t, st.Malformed)
 	assertNoConductorGroups(t, r)
@@ -228,21 +238,11 @@ func TestEventLogDeletedWhileTailing(t *testing.T) {
 // from its start, nothing lost, nothing doubled.
 func TestEventLogTruncatedWhileTailing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC6")
-	run := r.start(dispatch(t, "CC6", "Log truncated. "+seedCosts+" [sim phase=test delay=1s]"))
-	s := r.waitPhase("CC6", "test")
-	h := conductorHandle(t, r, "CC6", s.PlanName)
-	events := r.eventsPath("CC6", s.PlanName)
-
-	freezeConductor(t, h)
-	awaitConsumed(r, "CC6", events)
-	require.NoError(t, os.Truncate(events, 0))
-	thawConductor(t, h)
-
-	res := r.result(run)
+	r, res := logTamperRun(t, "CC6", "Log truncated.", func(_ *rig, events string, _ workflows.Status) {
+		require.NoError(t, os.Truncate(events, 0))
+	})
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
-	require.Equal(t, seedBriefFor(t, "CC6", res.PlanName), r.fileBrief("CC6"))
+	require.Equal(t, testrig.ExampleBriefFor(t, "CC6", res.PlanName), r.FileBrief("CC6"))
 	require.Len(t, res.Brief.Log, 8, "every event once")
 	assertNoConductorGroups(t, r)
 }
@@ -255,37 +255,28 @@ func TestEventLogTruncatedWhileTailing(t *testing.T) {
 // right, and every effect is counted.
 func TestEventLogTruncatedMidLine(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{})
-	r.workspace("CC7")
-	run := r.start(dispatch(t, "CC7", "Log cut. "+seedCosts+" [sim phase=test delay=1s]"))
-	s := r.waitPhase("CC7", "test")
-	h := conductorHandle(t, r, "CC7", s.PlanName)
-	events := r.eventsPath("CC7", s.PlanName)
-
-	freezeConductor(t, h)
-	before := awaitConsumed(r, "CC7", events)
-	data, err := os.ReadFile(events)
-	require.NoError(t, err)
-	// Cut in the middle of the last line (phase_start of test).
-	lastStart := strings.LastIndexByte(strings.TrimSuffix(string(data), "\n"), '\n') + 1
-	cut := lastStart + (len(data)-lastStart)/2
-	whole := strings.Count(string(data[:cut]), "\n")
-	require.NoError(t, os.Truncate(events, int64(cut)))
-	// The prefix is read again before the conductor writes more, so the
-	// log cannot grow past the old cursor unnoticed.
-	r.waitFor("CC7", "surviving prefix re-read", func(s workflows.Status) bool {
-		return s.EventsApplied == before.EventsApplied+whole
+	var whole int
+	r, res := logTamperRun(t, "CC7", "Log cut.", func(r *rig, events string, before workflows.Status) {
+		data, err := os.ReadFile(events)
+		require.NoError(t, err)
+		// Cut in the middle of the last line (phase_start of test).
+		lastStart := strings.LastIndexByte(strings.TrimSuffix(string(data), "\n"), '\n') + 1
+		cut := lastStart + (len(data)-lastStart)/2
+		whole = strings.Count(string(data[:cut]), "\n")
+		require.NoError(t, os.Truncate(events, int64(cut)))
+		// The prefix is read again before the conductor writes more, so the
+		// log cannot grow past the old cursor unnoticed.
+		r.WaitFor("CC7", "surviving prefix re-read", func(s workflows.Status) bool {
+			return s.EventsApplied == before.EventsApplied+whole
+		})
 	})
-	thawConductor(t, h)
-
-	res := r.result(run)
 	require.Equal(t, "completed", res.Outcome.TaskStatus, "plan_completed decides")
 	require.Equal(t, mapping.PhasePassed, res.Brief.Phases["implement"].Status)
 	require.Equal(t, mapping.PhasePassed, res.Brief.Phases["docs"].Status)
 	require.Equal(t, mapping.PhaseRunning, res.Brief.Phases["test"].Status, "its phase_passed was torn")
 	// 8 events, the re-read prefix once more, minus the torn phase_passed.
 	require.Len(t, res.Brief.Log, 8+whole-1)
-	st, err := r.status("CC7")
+	st, err := r.Status("CC7")
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Malformed, "the torn line")
 	require.Contains(t, st.LastMalformed, "offset")
@@ -297,26 +288,26 @@ func TestEventLogTruncatedMidLine(t *testing.T) {
 // and starts a worker again: the workflow must explain the end from what
 // is left.
 func stateTamperRun(t *testing.T, taskID string, tamper func(path string)) (*rig, workflows.Result) {
-	r := newRig(t, rigOptions{})
-	r.workspace(taskID)
+	r := newRig(t, testrig.Options{})
+	r.Workspace(taskID)
 	// implement takes 3 s, the window in which the test sees it running;
 	// from there on nothing depends on time.
-	run := r.start(dispatch(t, taskID, "State lost. [sim phase=implement delay=3s] [sim phase=test fail=always]"))
-	s := r.waitPhase(taskID, "implement")
+	run := r.Start(testrig.Dispatch(t, taskID, "State lost. [sim phase=implement delay=3s] [sim phase=test fail=always]"))
+	s := r.WaitPhase(taskID, "implement")
 	h := conductorHandle(t, r, taskID, s.PlanName)
 
 	// Freeze first so the conductor cannot finish while this worker still
 	// reads its state.
 	freezeConductor(t, h)
-	require.NoError(t, r.killWorker())
+	require.NoError(t, r.KillWorker())
 	thawConductor(t, h)
 	awaitConductorExit(t, h)
-	state := filepath.Join(r.taskDir(taskID), ".edda", "conductor", s.PlanName, "state.json")
+	state := filepath.Join(r.TaskDir(taskID), ".edda", "conductor", s.PlanName, "state.json")
 	_, err := os.Stat(state)
 	require.NoError(t, err, "the conductor wrote state.json")
 	tamper(state)
-	r.startWorker()
-	return r, r.result(run)
+	r.StartWorker()
+	return r, r.Result(run)
 }
 
 func TestStateJSONMissing(t *testing.T) {
@@ -345,7 +336,7 @@ func TestStateJSONCorrupt(t *testing.T) {
 // what it read: a panic or a non-determinism would show here.
 func noWorkflowTaskFailures(t *testing.T, r *rig, taskID string) {
 	t.Helper()
-	for _, ev := range r.history(taskID).GetEvents() {
+	for _, ev := range r.History(taskID).GetEvents() {
 		require.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, ev.GetEventType(),
 			"workflow task failed: %v", ev.GetWorkflowTaskFailedEventAttributes())
 	}

@@ -1,6 +1,8 @@
+//go:build realserver
+
 package faults
 
-// Bad DispatchPlan input (issue 4, item 7): every case goes through the
+// Bad DispatchPlan input: every case goes through the
 // starter binary (non-zero exit, an error naming the field) and, when it is
 // JSON at all, straight to the workflow through a client (the workflow
 // fails at once, non-retryable, naming the field). Afterwards nothing runs
@@ -27,6 +29,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -106,7 +109,7 @@ type rawInput struct {
 
 func TestBadDispatchInput(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOptions{scenario: "checks=pass"})
+	r := newRig(t, testrig.Options{Scenario: "checks=pass"})
 	starter, err := devenv.Binary("starter")
 	require.NoError(t, err)
 	cases := badDispatches()
@@ -122,14 +125,14 @@ func TestBadDispatchInput(t *testing.T) {
 		`"message":"Runs until aborted. [sim phase=implement hang=forever]"}`), 0o644))
 	// Everything but the work root, the sink and the worker's log must
 	// stay as it is.
-	top := filepath.Dir(r.dir)
-	skip := []string{r.workRoot, r.sinkDir, filepath.Join(r.dir, "worker-1.log")}
+	top := filepath.Dir(r.Dir)
+	skip := []string{r.WorkRoot, r.SinkDir, filepath.Join(r.Dir, "worker-1.log")}
 	before := snapshotTree(t, top, skip...)
 
 	// Through the starter: a non-zero exit and the field named. Cases only
 	// the worker can refuse start a workflow; -follow reports its failure.
 	for i, c := range cases {
-		out, err := exec.Command(starter, "start", "-follow", "-address", r.srv.Addr, "-task-queue", r.queue,
+		out, err := exec.Command(starter, "start", "-follow", "-address", r.Server.Addr, "-task-queue", r.Queue,
 			filepath.Join(files, fmt.Sprintf("%02d.json", i))).CombinedOutput()
 		var exit *exec.ExitError
 		require.True(t, errors.As(err, &exit), "case %q: starter must fail, got %v: %s", c.name, err, out)
@@ -155,8 +158,8 @@ func TestBadDispatchInput(t *testing.T) {
 			continue
 		}
 		id := fmt.Sprintf("faults-bad-dispatch-%02d", i)
-		_, err := r.cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-			ID: id, TaskQueue: r.queue}, workflows.TaskWorkflowName, rawInput{Dispatch: json.RawMessage(raw)})
+		_, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+			ID: id, TaskQueue: r.Queue}, workflows.TaskWorkflowName, rawInput{Dispatch: json.RawMessage(raw)})
 		if c.name == "message 10 MB" {
 			// Temporal refuses a start this large before any workflow exists.
 			require.Error(t, err, "a 10 MB input is refused")
@@ -164,13 +167,13 @@ func TestBadDispatchInput(t *testing.T) {
 			continue
 		}
 		require.NoError(t, err, "case %q", c.name)
-		r.started = append(r.started, id)
+		r.Track(id)
 		ids[id] = c
 	}
 	require.GreaterOrEqual(t, len(ids), 25)
 	for id, c := range ids {
-		run := r.cl.GetWorkflow(context.Background(), id, "")
-		_, err := r.resultErr(run)
+		run := r.Client.GetWorkflow(context.Background(), id, "")
+		_, err := r.ResultErr(run)
 		require.Error(t, err, "case %q", c.name)
 		msg := err.Error()
 		require.Contains(t, msg, c.field, "case %q", c.name)
@@ -185,30 +188,30 @@ func TestBadDispatchInput(t *testing.T) {
 	}
 
 	// A second start for a task whose workflow runs is refused by both.
-	out, err := exec.Command(starter, "start", "-address", r.srv.Addr, "-task-queue", r.queue, dup).CombinedOutput()
+	out, err := exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, dup).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	r.started = append(r.started, workflows.WorkflowID("DUP"))
-	r.waitPhase("DUP", "implement")
-	out, err = exec.Command(starter, "start", "-address", r.srv.Addr, "-task-queue", r.queue, dup).CombinedOutput()
+	r.Track(workflows.WorkflowID("DUP"))
+	r.WaitPhase("DUP", "implement")
+	out, err = exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, dup).CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), "task DUP already has a running workflow")
-	_, err = r.tryStart(workflows.TaskInput{Dispatch: dispatch(t, "DUP", "again")})
+	_, err = r.TryStart(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "DUP", "again")})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	require.True(t, errors.As(err, &already), "client start of a running task: %v", err)
-	out, err = exec.Command(starter, "abort", "-address", r.srv.Addr, "DUP").CombinedOutput()
+	out, err = exec.Command(starter, "abort", "-address", r.Server.Addr, "DUP").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	res := r.result(r.cl.GetWorkflow(context.Background(), workflows.WorkflowID("DUP"), ""))
+	res := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID("DUP"), ""))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 
 	// The end state: nothing runs on the queue, the one conductor (DUP's)
 	// is gone, and nothing outside the work root changed.
 	requireQueueIdle(t, r)
-	hs, err := devenv.Handles(r.workRoot)
+	hs, err := devenv.Handles(r.WorkRoot)
 	require.NoError(t, err)
 	require.Len(t, hs, 1, "only the duplicate-start case ran a conductor")
 	assertNoConductorGroups(t, r)
 	require.Equal(t, before, snapshotTree(t, top, skip...), "files outside the work root changed")
-	entries, err := os.ReadDir(r.sinkDir)
+	entries, err := os.ReadDir(r.SinkDir)
 	require.NoError(t, err)
 	for _, e := range entries {
 		require.Equal(t, "DUP", e.Name(), "a refused dispatch reached the sink")
@@ -222,7 +225,7 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it := r.cl.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := r.Client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var scheduled []string
 	failed := false
 	for it.HasNext() {
@@ -252,12 +255,12 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 // checks each workflow the rig started directly.
 func requireQueueIdle(t *testing.T, r *rig) {
 	t.Helper()
-	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.queue)
+	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.Queue)
 	deadline := time.Now().Add(time.Minute)
 	var n int64 = -1
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := r.cl.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: query})
+		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: query})
 		cancel()
 		require.NoError(t, err)
 		if n = resp.GetCount(); n == 0 {
@@ -265,10 +268,10 @@ func requireQueueIdle(t *testing.T, r *rig) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	require.Zero(t, n, "workflows still running on %s", r.queue)
-	for _, id := range r.started {
+	require.Zero(t, n, "workflows still running on %s", r.Queue)
+	for _, id := range r.Started() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		desc, err := r.cl.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := r.Client.DescribeWorkflowExecution(ctx, id, "")
 		cancel()
 		require.NoError(t, err)
 		require.NotEqual(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus(), "%s", id)

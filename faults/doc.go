@@ -1,9 +1,9 @@
-// Package faults is the fault-injection suite (issue 4): it runs the real
-// worker binary, the conductor simulator, a Temporal dev server and, where
-// karvi matters, karvifake, all on 127.0.0.1, injects one fault per test and
-// asserts the end state: the right terminal status, the brief an
-// undisturbed run would have written, every brief log entry exactly once,
-// one conductor per attempt, and no process left behind.
+// Package faults is the fault-injection suite: it runs the real worker
+// binary, the conductor simulator, a Temporal dev server and, where karvi
+// matters, karvifake, all on 127.0.0.1, injects one fault per test and
+// asserts the end state: the right terminal status, the brief an undisturbed
+// run would have written, every brief log entry exactly once, one conductor
+// per attempt, and no process left behind.
 //
 // Faults and where they are tested:
 //
@@ -19,7 +19,11 @@
 //   - conductor faults, bad event-log input, bad dispatch input and the
 //     security checks (conductor_test.go, input_test.go, security_test.go).
 //
-// rig_test.go is the shared harness. Everything is bounded: deadlines exist
-// only as safety nets, and no assertion depends on timing. `make test` runs
-// the suite; `go test -short` skips it (it needs the binaries and a server).
+// internal/testrig runs the processes; rig_test.go adds the invariants the
+// tests check at their end. Everything is bounded: deadlines exist only as
+// safety nets, and no assertion depends on timing.
+//
+// The tests build only with the realserver tag (`make test` sets it after
+// building the binaries): a plain `go test ./...` leaves them out, and a
+// tagged run without the binaries fails instead of skipping.
 package faults

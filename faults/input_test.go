@@ -1,6 +1,8 @@
+//go:build realserver
+
 package faults
 
-// Event-log input (issue 4, item 6): a fake conductor writes a crafted
+// Event-log input: a fake conductor writes a crafted
 // events.jsonl, with garbage between the valid lines, and the workflow must
 // never crash, must count every malformed line where the status query shows
 // it, and must end with the brief the valid lines alone produce.
@@ -18,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -72,9 +75,9 @@ func newFakeEdda(t *testing.T) *fakeEdda {
 }
 
 // options makes a rig whose worker runs this fake as its conductor.
-func (f *fakeEdda) options(o rigOptions) rigOptions {
-	o.workerArgs = append(append([]string(nil), o.workerArgs...), "-conductor", f.bin)
-	o.env = append(append([]string(nil), o.env...), "FAKE_EDDA_DIR="+f.dir)
+func (f *fakeEdda) options(o testrig.Options) testrig.Options {
+	o.WorkerArgs = append(append([]string(nil), o.WorkerArgs...), "-conductor", f.bin)
+	o.Env = append(append([]string(nil), o.Env...), "FAKE_EDDA_DIR="+f.dir)
 	return o
 }
 
@@ -196,7 +199,7 @@ const completedState = `{"plan_name":"x","plan_status":"completed","total_cost_u
 func TestEventLogInput(t *testing.T) {
 	t.Parallel()
 	fake := newFakeEdda(t)
-	r := newRig(t, fake.options(rigOptions{}))
+	r := newRig(t, fake.options(testrig.Options{}))
 
 	first, second, partial := hostileLog()
 	cut := len(partial) / 2
@@ -208,12 +211,12 @@ func TestEventLogInput(t *testing.T) {
 	all := append(append([]logLine(nil), first...), second...)
 	fake.script(t, "IN2", fakeRun{chunks: [][]byte{joinLines(all, true)}, state: []byte(completedState)})
 
-	hostile := r.start(dispatch(t, "IN1", "Hostile event log."))
-	clean := r.start(dispatch(t, "IN2", "Clean event log."))
+	hostile := r.Start(testrig.Dispatch(t, "IN1", "Hostile event log."))
+	clean := r.Start(testrig.Dispatch(t, "IN2", "Clean event log."))
 
 	// Everything before the partial line is consumed and counted.
 	wantValid1, wantBad1 := countValid(first, true), countValid(first, false)
-	s := r.waitFor("IN1", "first chunk consumed", func(s workflows.Status) bool {
+	s := r.WaitFor("IN1", "first chunk consumed", func(s workflows.Status) bool {
 		return s.EventsApplied == wantValid1 && s.Malformed == wantBad1
 	})
 	require.Equal(t, 11, wantBad1)
@@ -225,7 +228,7 @@ func TestEventLogInput(t *testing.T) {
 	// itself, not a wait for something. Meanwhile the half line is neither
 	// an event nor a malformed line.
 	time.Sleep(2 * time.Second)
-	stillPartial, err := r.status("IN1")
+	stillPartial, err := r.Status("IN1")
 	var final workflows.Status
 	require.NoError(t, err)
 	require.Equal(t, "running", stillPartial.Stage)
@@ -233,11 +236,11 @@ func TestEventLogInput(t *testing.T) {
 	require.Equal(t, wantBad1, stillPartial.Malformed)
 	fake.release(t, "IN1", 2)
 
-	resH, resC := r.result(hostile), r.result(clean)
+	resH, resC := r.Result(hostile), r.Result(clean)
 	require.Equal(t, "completed", resH.Outcome.TaskStatus)
 	require.Equal(t, "completed", resC.Outcome.TaskStatus)
 
-	final, err = r.status("IN1")
+	final, err = r.Status("IN1")
 	require.NoError(t, err)
 	require.Equal(t, countValid(all, true), final.EventsApplied)
 	require.Equal(t, countValid(all, false), final.Malformed)
@@ -245,15 +248,15 @@ func TestEventLogInput(t *testing.T) {
 	requireReadableSample(t, final.LastMalformed)
 	t.Logf("hostile log: %d events applied, %d malformed lines, last: %q",
 		final.EventsApplied, final.Malformed, final.LastMalformed)
-	twin, err := r.status("IN2")
+	twin, err := r.Status("IN2")
 	require.NoError(t, err)
 	require.Zero(t, twin.Malformed)
 	require.Equal(t, final.EventsApplied, twin.EventsApplied)
 
 	// The brief is the valid lines' brief: the same as the clean twin's,
 	// in the workflow and in the sink.
-	require.Equal(t, briefWithoutIdentity(t, mustJSON(t, resC.Brief)), briefWithoutIdentity(t, mustJSON(t, resH.Brief)))
-	require.Equal(t, briefWithoutIdentity(t, fileBriefRaw(t, r, "IN2")), briefWithoutIdentity(t, fileBriefRaw(t, r, "IN1")))
+	require.Equal(t, briefWithoutIdentity(t, testrig.MustJSON(t, resC.Brief)), briefWithoutIdentity(t, testrig.MustJSON(t, resH.Brief)))
+	require.Equal(t, briefWithoutIdentity(t, r.FileBriefRaw("IN2")), briefWithoutIdentity(t, r.FileBriefRaw("IN1")))
 	b := resH.Brief
 	for _, id := range []string{"implement", "test", "docs"} {
 		require.Equal(t, mapping.PhasePassed, b.Phases[id].Status, "phase %s", id)
@@ -275,8 +278,8 @@ func TestEventLogInput(t *testing.T) {
 
 	// Never a crash: no workflow task failed, the worker still runs.
 	noWorkflowTaskFailures(t, r, "IN1")
-	require.NoError(t, syscall.Kill(r.worker.PID(), 0), "the worker survived")
-	for _, p := range workerLogs(t, r) {
+	require.NoError(t, syscall.Kill(r.Worker().PID(), 0), "the worker survived")
+	for _, p := range r.WorkerLogs() {
 		data, err := os.ReadFile(p)
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "panic")
@@ -293,27 +296,12 @@ func requireReadableSample(t *testing.T, s string) {
 	require.LessOrEqual(t, len(s), 256)
 }
 
-func fileBriefRaw(t *testing.T, r *rig, taskID string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(r.sinkDir, taskID, "brief.json"))
-	require.NoError(t, err)
-	return data
-}
-
 // briefWithoutIdentity is a normalized brief without the task id and plan
 // name, which differ between a task and its twin.
 func briefWithoutIdentity(t *testing.T, data []byte) map[string]any {
 	t.Helper()
-	b := normalizeBrief(t, data)
+	b := testrig.NormalizeBrief(t, data)
 	delete(b["meta"].(map[string]any), "taskId")
 	delete(b["plan"].(map[string]any), "name")
 	return b
-}
-
-func workerLogs(t *testing.T, r *rig) []string {
-	t.Helper()
-	logs, err := filepath.Glob(filepath.Join(r.dir, "worker-*.log"))
-	require.NoError(t, err)
-	require.NotEmpty(t, logs)
-	return logs
 }

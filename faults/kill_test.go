@@ -1,3 +1,5 @@
+//go:build realserver
+
 package faults
 
 import (
@@ -21,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -138,23 +141,23 @@ func conductorStage(path string) string {
 	}
 }
 
-// seedMessage is example A's message with its costs and the given per-phase
+// exampleMessage is example A's message with its costs and the given per-phase
 // simulated agent times (milliseconds); extra is added to the test phase.
-func seedMessage(implement, test, docs int, extra string) string {
+func exampleMessage(implement, test, docs int, extra string) string {
 	return fmt.Sprintf("Add user authentication with JWT. [sim phase=implement cost=0.85 delay=%dms] "+
 		"[sim phase=test cost=0.42 delay=%dms %s] [sim phase=docs cost=0.18 delay=%dms]", implement, test, extra, docs)
 }
 
-// Fault 1: the worker is SIGKILLed at seeded random points over four 3-phase
-// runs (and restarted after a seeded pause), some kills aimed at a brief
-// PATCH in flight and some right after a signal. Each task must end as an
-// undisturbed run would: the same brief (times aside), one log entry per
-// event, one conductor process per attempt, nothing left running.
+// The worker is SIGKILLed at seeded random points over four 3-phase runs
+// (and restarted after a seeded pause), some kills aimed at a brief PATCH in
+// flight and some right after a signal. Each task must end as an undisturbed
+// run would: the same brief (times aside), one log entry per event, one
+// conductor process per attempt, nothing left running.
 func TestWorkerSIGKILLChaos(t *testing.T) {
 	seed := faultSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x6b696c6c))
 	gate := &writeGate{rnd: rand.New(rand.NewPCG(rnd.Uint64(), 1)), arrived: make(chan struct{}, 1)}
-	r := newRig(t, rigOptions{sink: "karvi", karviWrap: func(h http.Handler) http.Handler {
+	r := newRig(t, testrig.Options{Sink: "karvi", KarviWrap: func(h http.Handler) http.Handler {
 		gate.inner = h
 		return gate
 	}})
@@ -168,19 +171,19 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	// Phases of 0.8-2 s make each run span several kills.
 	delay := func() int { return 800 + rnd.IntN(1201) }
 	msgs := map[string]string{
-		plain1: seedMessage(delay(), delay(), delay(), ""),
-		plain2: seedMessage(delay(), delay(), delay(), ""),
+		plain1: exampleMessage(delay(), delay(), delay(), ""),
+		plain2: exampleMessage(delay(), delay(), delay(), ""),
 		// A long test phase keeps attempt 1 open until the redispatch lands.
-		redo: seedMessage(delay(), 3000, delay(), ""),
-		stop: seedMessage(delay(), 0, delay(), "hang=forever"),
+		redo: exampleMessage(delay(), 3000, delay(), ""),
+		stop: exampleMessage(delay(), 0, delay(), "hang=forever"),
 	}
 	for _, id := range []string{plain1, plain2, redo, stop} {
-		r.workspace(id)
-		r.addKarviTask(id)
+		r.Workspace(id)
+		r.AddKarviTask(id)
 	}
 	runs := map[string]client.WorkflowRun{}
 	for _, id := range []string{plain1, redo, stop} {
-		runs[id] = r.start(dispatch(t, id, msgs[id]))
+		runs[id] = r.Start(testrig.Dispatch(t, id, msgs[id]))
 	}
 	// The second plain task starts mid-chaos, so kills also land in its
 	// prepare and start stages while other tasks are in later phases.
@@ -201,8 +204,8 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	sigWG.Add(1)
 	go func() {
 		defer sigWG.Done()
-		redoEvents := r.eventsPath(redo, mapping.PlanName(redo, 1))
-		stopEvents := r.eventsPath(stop, mapping.PlanName(stop, 1))
+		redoEvents := r.EventsPath(redo, mapping.PlanName(redo, 1))
+		stopEvents := r.EventsPath(stop, mapping.PlanName(stop, 1))
 		sentRedo, sentAbort := false, false
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
@@ -214,7 +217,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 			case <-tick.C:
 			}
 			if !sentRedo && hasEvent(redoEvents, "phase_start", "test") {
-				if err := r.signal(redo, workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: "fault suite"}); err != nil {
+				if err := r.Signal(redo, workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("redispatch %s: %w", redo, err)
 					return
 				}
@@ -222,7 +225,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 				signalled <- "redispatch"
 			}
 			if !sentAbort && kills.Load() >= int64(abortAt) && hasEvent(stopEvents, "phase_start", "test") {
-				if err := r.signal(stop, workflows.SignalAbort, workflows.AbortSignal{Reason: "fault suite"}); err != nil {
+				if err := r.Signal(stop, workflows.SignalAbort, workflows.AbortSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("abort %s: %w", stop, err)
 					return
 				}
@@ -247,7 +250,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	for kills.Load() < minKills || len(signalsSent) < 2 {
 		require.NoError(t, ctx.Err(), "chaos loop did not finish: kills %d, signals %v", kills.Load(), signalsSent)
 		if int(kills.Load()) == startPlain2At {
-			runs[plain2] = r.start(dispatch(t, plain2, msgs[plain2]))
+			runs[plain2] = r.Start(testrig.Dispatch(t, plain2, msgs[plain2]))
 		}
 		kind := "random"
 		// A third of the rounds aim at a PATCH, and every fourth at least,
@@ -296,13 +299,13 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 		}
 		for _, id := range []string{plain1, plain2, redo} { // stop's test phase never ends
 			a := 1
-			if _, err := os.Stat(r.eventsPath(id, mapping.PlanName(id, 2))); err == nil {
+			if _, err := os.Stat(r.EventsPath(id, mapping.PlanName(id, 2))); err == nil {
 				a = 2
 			}
-			st := conductorStage(r.eventsPath(id, mapping.PlanName(id, a)))
+			st := conductorStage(r.EventsPath(id, mapping.PlanName(id, a)))
 			stages[st]++
 			// The workflow's own progress: events it delivered to karvi.
-			if b := r.karvi.Brief(id); b != nil {
+			if b := r.Karvi.Brief(id); b != nil {
 				log, _ := b["log"].([]any)
 				delivered[fmt.Sprintf("a%d:%d", a, len(log))]++
 			}
@@ -310,11 +313,11 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 				inPhase++
 			}
 		}
-		require.NoError(t, r.killWorker())
+		require.NoError(t, r.KillWorker())
 		kills.Add(1)
 		kinds[kind]++
 		time.Sleep(pause) // the chaos itself: the worker is down, by design
-		r.startWorker()
+		r.StartWorker()
 		restarts++
 	}
 	chaosTook := time.Since(deadline.Add(-2 * time.Minute))
@@ -330,16 +333,16 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	// The last worker stays up; every workflow must now reach its end.
 	res := map[string]workflows.Result{}
 	for id, run := range runs {
-		res[id] = r.result(run)
+		res[id] = r.Result(run)
 	}
 
 	for _, id := range []string{plain1, plain2} {
 		plan := mapping.PlanName(id, 1)
 		require.Equal(t, "completed", res[id].Outcome.TaskStatus, id)
 		require.Equal(t, 1, res[id].Attempt, id)
-		require.Equal(t, seedBriefFor(t, id, plan), r.karviBrief(id), "%s: brief equals the undisturbed run's", id)
-		logPerEvent(t, r.karviBrief(id), r.singleRun(id, plan))
-		require.Equal(t, "completed", r.karviStatus(id), id)
+		require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "%s: brief equals the undisturbed run's", id)
+		logPerEvent(t, r.KarviBrief(id), r.singleRun(id, plan))
+		require.Equal(t, "completed", r.KarviStatus(id), id)
 	}
 
 	plan1, plan2 := mapping.PlanName(redo, 1), mapping.PlanName(redo, 2)
@@ -348,34 +351,34 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	require.Equal(t, plan2, res[redo].PlanName)
 	require.Len(t, res[redo].Attempts, 2)
 	require.Equal(t, "redispatched", res[redo].Attempts[0].Ended)
-	require.Equal(t, seedBriefFor(t, redo, plan2), r.karviBrief(redo), "redispatched brief equals an undisturbed run's")
+	require.Equal(t, testrig.ExampleBriefFor(t, redo, plan2), r.KarviBrief(redo), "redispatched brief equals an undisturbed run's")
 	r.singleRun(redo, plan1)
-	logPerEvent(t, r.karviBrief(redo), r.singleRun(redo, plan2))
-	require.Equal(t, "completed", r.karviStatus(redo))
+	logPerEvent(t, r.KarviBrief(redo), r.singleRun(redo, plan2))
+	require.Equal(t, "completed", r.KarviStatus(redo))
 
 	plan := mapping.PlanName(stop, 1)
 	require.Equal(t, "blocked", res[stop].Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res[stop].Outcome.LastError)
-	require.Equal(t, r.reducedBrief(stop, plan), r.karviBrief(stop), "aborted brief holds exactly what the conductor wrote")
-	logPerEvent(t, r.karviBrief(stop), r.singleRun(stop, plan))
-	require.Equal(t, "blocked", r.karviStatus(stop))
-	task, _ := r.karvi.Task(stop)
+	require.Equal(t, r.reducedBrief(stop, plan), r.KarviBrief(stop), "aborted brief holds exactly what the conductor wrote")
+	logPerEvent(t, r.KarviBrief(stop), r.singleRun(stop, plan))
+	require.Equal(t, "blocked", r.KarviStatus(stop))
+	task, _ := r.Karvi.Task(stop)
 	require.NotNil(t, task.Blocker)
 	require.Equal(t, "Plan aborted by user", task.Blocker.Reason)
 
 	// The workflow's own brief agrees with karvi's, and each attempt has
 	// exactly one run directory.
 	for id, rs := range res {
-		require.Equal(t, r.karviBrief(id), normalize(dropNulls(jsonValue(t, rs.Brief))), "%s: workflow brief vs karvi", id)
-		dirs, err := filepath.Glob(filepath.Join(r.workRoot, "runs", id, "*"))
+		require.Equal(t, r.KarviBrief(id), testrig.Normalize(testrig.DropNulls(testrig.JSONValue(t, rs.Brief))), "%s: workflow brief vs karvi", id)
+		dirs, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", id, "*"))
 		require.NoError(t, err)
 		require.Len(t, dirs, rs.Attempt, "%s: run directories", id)
 	}
-	r.assertNoOrphans()
+	r.AssertNoOrphans()
 
 	// Histories cut by two dozen crashes still replay on the current code.
 	for id := range res {
-		require.NoError(t, replay(r.history(id)), "replay %s", id)
+		require.NoError(t, testrig.Replay(r.History(id)), "replay %s", id)
 	}
 }
 
@@ -385,18 +388,18 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 // workflows/testdata/histories/happy.json, to refresh the committed one
 // after a deliberate, versioned change of the workflow.
 func TestReplayRecordedHappyPath(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := newRig(t, testrig.Options{})
 	const id = "REPLAY1"
-	r.workspace(id)
-	res := r.result(r.start(dispatch(t, id, "Add user authentication with JWT. "+seedCosts)))
+	r.Workspace(id)
+	res := r.Result(r.Start(testrig.Dispatch(t, id, "Add user authentication with JWT. "+testrig.ExampleCosts)))
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
 	var got []any
-	for _, b := range r.filePatches(id) {
-		got = append(got, normalize(b))
+	for _, b := range r.FilePatches(id) {
+		got = append(got, testrig.Normalize(b))
 	}
-	require.Equal(t, seedPatches(t, id, res.PlanName), got, "the recorded run is the seed's")
-	h := r.history(id)
-	require.NoError(t, replay(h), "replay from memory")
+	require.Equal(t, examplePatches(t, id, res.PlanName), got, "the recorded run is example A's")
+	h := r.History(id)
+	require.NoError(t, testrig.Replay(h), "replay from memory")
 
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)

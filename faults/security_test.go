@@ -1,6 +1,8 @@
+//go:build realserver
+
 package faults
 
-// Security (issue 4): secrets planted in conductor output never reach the
+// Security: secrets planted in conductor output never reach the
 // brief, Temporal history or the logs; the payload codec leaves no
 // plaintext in history; the karvi token reaches neither history, logs nor
 // the conductor; work directories and task ids cannot leave the work root.
@@ -37,6 +39,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/codec"
 	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -77,8 +80,9 @@ func (b *secretBook) note(label, value string) string {
 	return value
 }
 
-// sensitiveKeys are seed 003 section 8's key names, plus names that contain
-// one of them as a word, as configuration really spells them.
+// sensitiveKeys are the key names whose values the redaction rules mask
+// (mapping/redact), plus names that contain one of them as a word, as
+// configuration really spells them.
 var sensitiveKeys = []string{"api_key", "token", "secret", "password", "authorization",
 	"credential", "private_key", "access_key", "secret_key", "conn_string", "passwd",
 	"OPENAI_API_KEY", "db_password", "github_token"}
@@ -169,7 +173,7 @@ func workflowShow(t *testing.T, r *rig, workflowID string, extra ...string) []by
 	t.Helper()
 	cli, err := devenv.Binary("temporal")
 	require.NoError(t, err)
-	args := append([]string{"workflow", "show", "--address", r.srv.Addr, "--namespace", "default",
+	args := append([]string{"workflow", "show", "--address", r.Server.Addr, "--namespace", "default",
 		"--workflow-id", workflowID, "--output", "json"}, extra...)
 	out, err := exec.Command(cli, args...).CombinedOutput()
 	require.NoError(t, err, "temporal workflow show: %s", out)
@@ -210,7 +214,7 @@ func showPayloads(t *testing.T, out []byte) []byte {
 // payload data appears in it byte for byte.
 func historyBytes(t *testing.T, r *rig, taskID string) []byte {
 	t.Helper()
-	data, err := proto.Marshal(r.history(taskID))
+	data, err := proto.Marshal(r.History(taskID))
 	require.NoError(t, err)
 	return data
 }
@@ -230,7 +234,7 @@ func TestRedactionEndToEnd(t *testing.T) {
 	t.Parallel()
 	book := newSecretBook(3)
 	fake := newFakeEdda(t)
-	r := newRig(t, fake.options(rigOptions{}))
+	r := newRig(t, fake.options(testrig.Options{}))
 
 	// R1: a run whose events and state.json carry secrets everywhere
 	// conductor text goes; it ends blocked with no terminal event.
@@ -288,7 +292,7 @@ func TestRedactionEndToEnd(t *testing.T) {
 			map[string]any{"id": "docs", "status": "skipped", "skip_reason": book.keyForms(0) + " " + book.valuePatterns()},
 		},
 	}
-	fake.script(t, "RD1", fakeRun{chunks: [][]byte{[]byte(strings.Join(lines, "\n") + "\n")}, state: mustJSON(t, state)})
+	fake.script(t, "RD1", fakeRun{chunks: [][]byte{[]byte(strings.Join(lines, "\n") + "\n")}, state: testrig.MustJSON(t, state)})
 
 	// R2: a conductor that dies (exit 1, no state.json) after printing
 	// secrets; the last of its output becomes part of lastError. The
@@ -304,9 +308,9 @@ func TestRedactionEndToEnd(t *testing.T) {
 		stdout: []byte(stdout), exit: 1})
 
 	control := "CONTROL-" + book.rand(upperD, 12)
-	run1 := r.start(dispatch(t, "RD1", "Redaction run one. "+control))
-	run2 := r.start(dispatch(t, "RD2", "Redaction run two. "+control))
-	res1, res2 := r.result(run1), r.result(run2)
+	run1 := r.Start(testrig.Dispatch(t, "RD1", "Redaction run one. "+control))
+	run2 := r.Start(testrig.Dispatch(t, "RD2", "Redaction run two. "+control))
+	res1, res2 := r.Result(run1), r.Result(run2)
 
 	require.Equal(t, "blocked", res1.Outcome.TaskStatus)
 	require.True(t, strings.HasPrefix(res1.Outcome.LastError, "Phase test failed after 3 attempts: check failed: "), res1.Outcome.LastError)
@@ -316,18 +320,18 @@ func TestRedactionEndToEnd(t *testing.T) {
 	require.Contains(t, res2.Outcome.LastError, "***REDACTED***")
 	t.Logf("RD2 lastError: %s", res2.Outcome.LastError)
 
-	st1, err := r.status("RD1")
+	st1, err := r.Status("RD1")
 	require.NoError(t, err)
 	require.Equal(t, 1, st1.Malformed)
 	require.Equal(t, len(lines)-1, st1.EventsApplied, "every valid line was read")
-	st2, err := r.status("RD2")
+	st2, err := r.Status("RD2")
 	require.NoError(t, err)
-	brief := readAll(t, filepath.Join(r.sinkDir, "RD1", "brief.json"))
+	brief := readAll(t, filepath.Join(r.SinkDir, "RD1", "brief.json"))
 	require.Contains(t, string(brief), "***REDACTED***", "the secrets reached the brief, masked")
 
 	for _, task := range []string{"RD1", "RD2"} {
 		for _, f := range []string{"brief.json", "patches.jsonl", "status.json"} {
-			book.scan(t, task+" sink "+f, readAll(t, filepath.Join(r.sinkDir, task, f)))
+			book.scan(t, task+" sink "+f, readAll(t, filepath.Join(r.SinkDir, task, f)))
 		}
 		show := showPayloads(t, workflowShow(t, r, workflows.WorkflowID(task)))
 		hist := historyBytes(t, r, task)
@@ -337,11 +341,11 @@ func TestRedactionEndToEnd(t *testing.T) {
 		book.scan(t, task+" temporal workflow show", show)
 		book.scan(t, task+" history", hist)
 	}
-	book.scan(t, "RD1 result", mustJSON(t, res1))
-	book.scan(t, "RD2 result", mustJSON(t, res2))
-	book.scan(t, "RD1 status query", mustJSON(t, st1))
-	book.scan(t, "RD2 status query", mustJSON(t, st2))
-	book.scan(t, "worker log", readAll(t, workerLogs(t, r)...))
+	book.scan(t, "RD1 result", testrig.MustJSON(t, res1))
+	book.scan(t, "RD2 result", testrig.MustJSON(t, res2))
+	book.scan(t, "RD1 status query", testrig.MustJSON(t, st1))
+	book.scan(t, "RD2 status query", testrig.MustJSON(t, st2))
+	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
 	t.Logf("%d distinct secrets planted, none found in sink, history, queries or logs", len(book.secrets))
 }
 
@@ -410,7 +414,7 @@ func TestRedactionStateIdentifiers(t *testing.T) {
 	t.Parallel()
 	book := newSecretBook(4)
 	fake := newFakeEdda(t)
-	r := newRig(t, fake.options(rigOptions{}))
+	r := newRig(t, fake.options(testrig.Options{}))
 	start := fmt.Sprintf(`{"seq":0,"ts":"%s","type":"plan_start","plan_name":"x","phase_count":3}`+"\n", ts(0))
 
 	// SI1: the failed phase's id and error type are secrets.
@@ -418,59 +422,30 @@ func TestRedactionStateIdentifiers(t *testing.T) {
 		map[string]any{"id": book.note("sk-ant- as phase id", "sk-ant-api03-"+book.rand(b64url, 40)), "status": "failed", "attempts": 1,
 			"error": map[string]any{"error_type": book.note("AKIA as error_type", "AKIA"+book.rand(upperD, 16)), "message": "boom"}},
 	}}
-	fake.script(t, "SI1", fakeRun{chunks: [][]byte{[]byte(start)}, state: mustJSON(t, state1)})
+	fake.script(t, "SI1", fakeRun{chunks: [][]byte{[]byte(start)}, state: testrig.MustJSON(t, state1)})
 	// SI2: plan_status is a secret, so the outcome names it.
 	state2 := map[string]any{"plan_name": "x", "plan_status": book.note("ghp_ as plan_status", "ghp_"+book.rand(alnum, 36)), "phases": []any{}}
-	fake.script(t, "SI2", fakeRun{chunks: [][]byte{[]byte(start)}, state: mustJSON(t, state2)})
+	fake.script(t, "SI2", fakeRun{chunks: [][]byte{[]byte(start)}, state: testrig.MustJSON(t, state2)})
 
 	control := "CONTROL-" + book.rand(upperD, 12)
 	for _, task := range []string{"SI1", "SI2"} {
-		res := r.result(r.start(dispatch(t, task, "Identifiers. "+control)))
+		res := r.Result(r.Start(testrig.Dispatch(t, task, "Identifiers. "+control)))
 		require.Equal(t, "blocked", res.Outcome.TaskStatus)
 		t.Logf("%s lastError: %s", task, res.Outcome.LastError)
-		book.scan(t, task+" result", mustJSON(t, res))
-		book.scan(t, task+" sink status.json", readAll(t, filepath.Join(r.sinkDir, task, "status.json")))
+		book.scan(t, task+" result", testrig.MustJSON(t, res))
+		book.scan(t, task+" sink status.json", readAll(t, filepath.Join(r.SinkDir, task, "status.json")))
 		show := showPayloads(t, workflowShow(t, r, workflows.WorkflowID(task)))
 		require.True(t, bytes.Contains(show, []byte(control)))
 		book.scan(t, task+" temporal workflow show", show)
 	}
-	book.scan(t, "worker log", readAll(t, workerLogs(t, r)...))
-}
-
-// groupProcesses lists the running processes of a process group, read from
-// /proc (the conductor's group: supervisor, conductor, agents).
-func groupProcesses(t *testing.T, pgid int) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(data[i+1:]))
-		// state, ppid, pgrp
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
 }
 
 // requireEnvFree reads the environment of every running process of the
 // conductor's group and fails if any holds one of the secrets or names.
 func requireEnvFree(t *testing.T, pgid int, forbidden ...string) {
 	t.Helper()
-	pids := groupProcesses(t, pgid)
+	pids := testrig.GroupProcesses(t, pgid)
 	require.GreaterOrEqual(t, len(pids), 2, "the supervisor and the conductor run")
 	for _, pid := range pids {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
@@ -491,27 +466,27 @@ func TestKarviTokenNeverLeaks(t *testing.T) {
 	// Lowercase letters only: no redaction rule would hide this token, so
 	// only its absence can pass the scans.
 	token := book.note("karvi token", "kt"+book.rand(lower, 30))
-	r := newRig(t, rigOptions{sink: "karvi", karviToken: token, scenario: "checks=pass"})
-	run := r.start(dispatch(t, "TK1", "Token task. "+seedCosts+" [sim phase=docs hang=forever]"))
-	s := r.waitPhase("TK1", "docs")
+	r := newRig(t, testrig.Options{Sink: "karvi", KarviToken: token, Scenario: "checks=pass"})
+	run := r.Start(testrig.Dispatch(t, "TK1", "Token task. "+testrig.ExampleCosts+" [sim phase=docs hang=forever]"))
+	s := r.WaitPhase("TK1", "docs")
 	h := conductorHandle(t, r, "TK1", s.PlanName)
 	requireEnvFree(t, h.PGID, token, "KARVI_API_TOKEN")
 
-	require.NoError(t, r.signal("TK1", workflows.SignalAbort, workflows.AbortSignal{Reason: "token test"}))
-	res := r.result(run)
+	require.NoError(t, r.Signal("TK1", workflows.SignalAbort, workflows.AbortSignal{Reason: "token test"}))
+	res := r.Result(run)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	// Control: the worker did authenticate to karvi with the token.
-	require.Equal(t, "blocked", r.karviStatus("TK1"))
-	require.NotEmpty(t, r.karviPatches("TK1"))
+	require.Equal(t, "blocked", r.KarviStatus("TK1"))
+	require.NotEmpty(t, r.KarviPatches("TK1"))
 
 	book.scan(t, "history", historyBytes(t, r, "TK1"))
 	book.scan(t, "temporal workflow show", showPayloads(t, workflowShow(t, r, workflows.WorkflowID("TK1"))))
-	book.scan(t, "worker log", readAll(t, workerLogs(t, r)...))
-	stateDir := filepath.Join(r.taskDir("TK1"), ".edda", "conductor", s.PlanName)
+	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
+	stateDir := filepath.Join(r.TaskDir("TK1"), ".edda", "conductor", s.PlanName)
 	envFiles, err := filepath.Glob(filepath.Join(stateDir, "phase-env-*.json"))
 	require.NoError(t, err)
 	require.NotEmpty(t, envFiles)
-	runFiles, err := filepath.Glob(filepath.Join(r.workRoot, "runs", "TK1", s.PlanName, "*"))
+	runFiles, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", "TK1", s.PlanName, "*"))
 	require.NoError(t, err)
 	for _, p := range append(append(envFiles, runFiles...), filepath.Join(stateDir, "events.jsonl"), filepath.Join(stateDir, "state.json")) {
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Size() > 0 {
@@ -529,14 +504,14 @@ func TestWorkRootEscapes(t *testing.T) {
 	t.Parallel()
 	outside := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "keep.txt"), []byte("untouched"), 0o644))
-	r := newRig(t, rigOptions{scenario: "checks=pass"})
-	tasks := filepath.Join(r.workRoot, "tasks")
+	r := newRig(t, testrig.Options{Scenario: "checks=pass"})
+	tasks := filepath.Join(r.WorkRoot, "tasks")
 	require.NoError(t, os.MkdirAll(tasks, 0o755))
 	require.NoError(t, os.Symlink(outside, filepath.Join(tasks, "link")))
 	require.NoError(t, os.Symlink("../../..", filepath.Join(tasks, "up")))
 
-	top := filepath.Dir(r.dir)
-	skip := []string{r.workRoot, r.sinkDir, filepath.Join(r.dir, "worker-1.log")}
+	top := filepath.Dir(r.Dir)
+	skip := []string{r.WorkRoot, r.SinkDir, filepath.Join(r.Dir, "worker-1.log")}
 	before := snapshotTree(t, top, skip...)
 	etcBefore, err := os.ReadDir("/etc")
 	require.NoError(t, err)
@@ -553,30 +528,30 @@ func TestWorkRootEscapes(t *testing.T) {
 		"WE9": "tasks/up/escaped",
 	}
 	for task, wd := range workingDirs {
-		d := dispatch(t, task, "Escape attempt.")
+		d := testrig.Dispatch(t, task, "Escape attempt.")
 		d.WorkingDir = wd
-		_, err := r.resultErr(r.startInput(workflows.TaskInput{Dispatch: d}))
+		_, err := r.ResultErr(r.StartInput(workflows.TaskInput{Dispatch: d}))
 		msg := invalidDispatchError(t, err)
 		require.Contains(t, msg, fmt.Sprintf("workingDir %q is outside the work root", wd), "%s", task)
 	}
 	for i, id := range []string{"../x", "a/b", "..", ".", "/etc/passwd", "x/../../y", "T\x00", "%2e%2e"} {
-		d := dispatch(t, "X", "Escape attempt.")
+		d := testrig.Dispatch(t, "X", "Escape attempt.")
 		d.TaskID = id
-		run, err := r.cl.ExecuteWorkflow(context.Background(), startOptions(r, fmt.Sprintf("faults-escape-id-%d", i)),
+		run, err := r.Client.ExecuteWorkflow(context.Background(), startOptions(r, fmt.Sprintf("faults-escape-id-%d", i)),
 			workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d})
 		require.NoError(t, err)
-		r.started = append(r.started, run.GetID())
-		_, err = r.resultErr(run)
+		r.Track(run.GetID())
+		_, err = r.ResultErr(run)
 		msg := invalidDispatchError(t, err)
 		require.Contains(t, msg, "taskId", "taskId %q", id)
 	}
 
 	// Control: a workingDir inside the root is used as the conductor's cwd.
-	d := dispatch(t, "WOK", "Inside the root. [sim phase=docs delay=1ms]")
+	d := testrig.Dispatch(t, "WOK", "Inside the root. [sim phase=docs delay=1ms]")
 	d.WorkingDir = "projects/wok"
-	res := r.result(r.start(d))
+	res := r.Result(r.Start(d))
 	require.Equal(t, "completed", res.Outcome.TaskStatus)
-	_, err = os.Stat(filepath.Join(r.workRoot, "projects", "wok", ".edda", "conductor", res.PlanName, "events.jsonl"))
+	_, err = os.Stat(filepath.Join(r.WorkRoot, "projects", "wok", ".edda", "conductor", res.PlanName, "events.jsonl"))
 	require.NoError(t, err, "the conductor ran in the workingDir")
 
 	require.Equal(t, before, snapshotTree(t, top, skip...), "files outside the work root changed")
@@ -585,10 +560,10 @@ func TestWorkRootEscapes(t *testing.T) {
 	require.Equal(t, len(etcBefore), len(etcAfter), "/etc gained or lost entries")
 	_, err = os.Stat("/etc/.edda")
 	require.ErrorIs(t, err, fs.ErrNotExist)
-	hs, err := devenv.Handles(r.workRoot)
+	hs, err := devenv.Handles(r.WorkRoot)
 	require.NoError(t, err)
 	require.Len(t, hs, 1, "only the control ran a conductor")
-	entries, err := os.ReadDir(r.sinkDir)
+	entries, err := os.ReadDir(r.SinkDir)
 	require.NoError(t, err)
 	for _, e := range entries {
 		require.Equal(t, "WOK", e.Name(), "a refused task reached the sink")
@@ -597,7 +572,7 @@ func TestWorkRootEscapes(t *testing.T) {
 }
 
 func startOptions(r *rig, id string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{ID: id, TaskQueue: r.queue}
+	return client.StartWorkflowOptions{ID: id, TaskQueue: r.Queue}
 }
 
 // payloadsIn collects every Payload message inside m (inputs, results,
@@ -650,20 +625,20 @@ func TestPayloadCodec(t *testing.T) {
 	port, err := devenv.FreePort()
 	require.NoError(t, err)
 	codecAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	r := newRig(t, rigOptions{scenario: "checks=pass", env: []string{codec.EnvKey + "=" + keyHex},
-		workerArgs: []string{"-codec-addr", codecAddr}})
-	ccl, err := client.Dial(client.Options{HostPort: r.srv.Addr, DataConverter: codec.DataConverter(keys),
+	r := newRig(t, testrig.Options{Scenario: "checks=pass", Env: []string{codec.EnvKey + "=" + keyHex},
+		WorkerArgs: []string{"-codec-addr", codecAddr}})
+	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, DataConverter: codec.DataConverter(keys),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	require.NoError(t, err)
 	defer ccl.Close()
 
 	marker := "CODEC-MARKER-" + book.rand(upperD, 16)
-	d := dispatch(t, "CD1", "Encrypted task "+marker+" [sim phase=docs hang=forever]")
+	d := testrig.Dispatch(t, "CD1", "Encrypted task "+marker+" [sim phase=docs hang=forever]")
 	ctx := context.Background()
 	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, workflows.WorkflowID("CD1")), workflows.TaskWorkflowName,
 		workflows.TaskInput{Dispatch: d})
 	require.NoError(t, err)
-	r.started = append(r.started, run.GetID())
+	r.Track(run.GetID())
 
 	// Only a client with the key can read the status query's answer.
 	var s workflows.Status
@@ -676,7 +651,7 @@ func TestPayloadCodec(t *testing.T) {
 			require.NoError(t, v.Get(&s))
 		}
 	}
-	_, err = r.status("CD1")
+	_, err = r.Status("CD1")
 	require.Error(t, err, "a client without the key cannot decode the status")
 	h := conductorHandle(t, r, "CD1", s.PlanName)
 	requireEnvFree(t, h.PGID, keyHex, codec.EnvKey)
@@ -688,7 +663,7 @@ func TestPayloadCodec(t *testing.T) {
 	require.Contains(t, res.Dispatch.Message, marker)
 
 	// The history as any client without the key reads it.
-	hist := r.history("CD1")
+	hist := r.History("CD1")
 	raw, err := proto.Marshal(hist)
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(raw, []byte(marker)), "plaintext in history")
@@ -744,6 +719,6 @@ func TestPayloadCodec(t *testing.T) {
 	require.Equal(t, "json/plain", string(decoded.GetPayloads()[0].GetMetadata()["encoding"]))
 	require.Contains(t, string(decoded.GetPayloads()[0].GetData()), marker)
 
-	book.scan(t, "worker log", readAll(t, workerLogs(t, r)...))
+	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
 	assertNoConductorGroups(t, r)
 }

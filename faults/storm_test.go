@@ -1,3 +1,5 @@
+//go:build realserver
+
 package faults
 
 import (
@@ -14,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -23,12 +26,12 @@ import (
 // workflow's brief and the conductor's own events. It returns the plan the
 // brief belongs to.
 func (r *rig) assertConsistent(id string, res workflows.Result) string {
-	t := r.t
+	t := r.T()
 	t.Helper()
 	o := res.Outcome
 	require.Contains(t, []string{"completed", "blocked"}, o.TaskStatus, "%s outcome", id)
-	require.Equal(t, o.TaskStatus, r.karviStatus(id), "%s: karvi status vs workflow result", id)
-	task, _ := r.karvi.Task(id)
+	require.Equal(t, o.TaskStatus, r.KarviStatus(id), "%s: karvi status vs workflow result", id)
+	task, _ := r.Karvi.Task(id)
 	if o.TaskStatus == "blocked" {
 		require.NotNil(t, task.Blocker, id)
 		require.Equal(t, o.BlockerReason, task.Blocker.Reason, "%s: karvi blocker vs workflow result", id)
@@ -42,7 +45,7 @@ func (r *rig) assertConsistent(id string, res workflows.Result) string {
 	} else {
 		require.Equal(t, o.TaskStatus, last.Ended, id)
 	}
-	dirs, err := filepath.Glob(filepath.Join(r.workRoot, "runs", id, "*"))
+	dirs, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", id, "*"))
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(dirs), res.Attempt, "%s: a run directory per prepared attempt at most", id)
 	for _, a := range res.Attempts {
@@ -58,40 +61,40 @@ func (r *rig) assertConsistent(id string, res workflows.Result) string {
 		plan = res.Attempts[i].PlanName
 	}
 	require.NotEmpty(t, plan, "%s: no attempt was ever prepared", id)
-	brief := r.karviBrief(id)
-	require.Equal(t, brief, normalize(dropNulls(jsonValue(t, res.Brief))), "%s: karvi brief vs workflow brief", id)
+	brief := r.KarviBrief(id)
+	require.Equal(t, brief, testrig.Normalize(testrig.DropNulls(testrig.JSONValue(t, res.Brief))), "%s: karvi brief vs workflow brief", id)
 	require.Equal(t, r.reducedBrief(id, plan), brief, "%s: brief vs the conductor's events", id)
 	// The conductor's truth decides: a plan that completed is a completed
 	// task, and a completed task's plan completed.
-	completed := hasEvent(r.eventsPath(id, plan), "plan_completed", "")
+	completed := hasEvent(r.EventsPath(id, plan), "plan_completed", "")
 	require.Equal(t, completed, o.TaskStatus == "completed", "%s: plan_completed written %v, task %s", id, completed, o.TaskStatus)
 	if completed {
-		require.Equal(t, seedBriefFor(t, id, plan), brief, "%s: completed brief", id)
+		require.Equal(t, testrig.ExampleBriefFor(t, id, plan), brief, "%s: completed brief", id)
 	}
 	return plan
 }
 
-// Fault 5a: two bursts of 100 signals against a real worker while the test
-// phase runs: one a seeded mix of abort and redispatch, one all redispatch.
-// Each task must come to one consistent end, with every signal counted, and
-// the process table, sampled every 20 ms, must never show two live
-// conductors for a task.
+// Two bursts of 100 signals against a real worker while the test phase runs:
+// one a seeded mix of abort and redispatch, one all redispatch. Each task
+// must come to one consistent end, with every signal counted, and the
+// process table, sampled every 20 ms, must never show two live conductors
+// for a task.
 func TestSignalStorm(t *testing.T) {
 	seed := faultSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x73746f726d))
-	r := newRig(t, rigOptions{sink: "karvi"})
+	r := newRig(t, testrig.Options{Sink: "karvi"})
 	const mix, redo, burst = "STORM-MIX", "STORM-REDO", 100
-	msg := seedMessage(300, 4000, 300, "")
+	msg := exampleMessage(300, 4000, 300, "")
 	runs := map[string]client.WorkflowRun{}
 	for _, id := range []string{mix, redo} {
-		r.workspace(id)
-		runs[id] = r.start(dispatch(t, id, msg))
+		r.Workspace(id)
+		runs[id] = r.Start(testrig.Dispatch(t, id, msg))
 	}
 	for _, id := range []string{mix, redo} {
-		r.waitPhase(id, "test")
+		r.WaitPhase(id, "test")
 	}
 
-	sampler := r.sampleConductors()
+	sampler := r.SampleConductors()
 	signals := map[string][]string{}
 	for i := 0; i < burst; i++ {
 		kind := workflows.SignalRedispatch
@@ -114,7 +117,7 @@ func TestSignalStorm(t *testing.T) {
 				if kind == workflows.SignalAbort {
 					arg = workflows.AbortSignal{Reason: fmt.Sprintf("storm %d", n)}
 				}
-				err := r.signal(id, kind, arg)
+				err := r.Signal(id, kind, arg)
 				var nf *serviceerror.NotFound
 				if errors.As(err, &nf) && i == 0 {
 					return // an abort of the burst ended the task: Temporal refuses the rest
@@ -134,12 +137,12 @@ func TestSignalStorm(t *testing.T) {
 
 	res := map[string]workflows.Result{}
 	for id, run := range runs {
-		res[id] = r.result(run)
+		res[id] = r.Result(run)
 	}
 	samples := sampler.Stop(t)
 	for i, id := range []string{mix, redo} {
 		plan := r.assertConsistent(id, res[id])
-		st, err := r.status(id)
+		st, err := r.Status(id)
 		require.NoError(t, err)
 		require.Equal(t, accepted[i], st.SignalsReceived, "%s: every signal Temporal accepted counted once", id)
 		t.Logf("%s: %s after %d attempts (%v), brief of %s; %d of %d signals accepted, %d folded or ignored",
@@ -149,22 +152,22 @@ func TestSignalStorm(t *testing.T) {
 	require.Equal(t, "completed", res[redo].Outcome.TaskStatus)
 	t.Logf("2 bursts of %d signals in %s; %d process-table samples, never two live conductors for a task",
 		burst, burstTook.Round(time.Millisecond), samples)
-	r.assertNoOrphans()
+	r.AssertNoOrphans()
 }
 
-// Fault 5b: an abort races the end of the last phase, ten times with seeded
-// jitter around the moment docs finishes. Whichever wins, the task tells one
-// story (see assertConsistent); an abort that arrives after the workflow
-// closed is refused by Temporal and the task stays completed.
+// An abort races the end of the last phase, ten times with seeded jitter
+// around the moment docs finishes. Whichever wins, the task tells one story
+// (see assertConsistent); an abort that arrives after the workflow closed is
+// refused by Temporal and the task stays completed.
 func TestAbortRacingCompletion(t *testing.T) {
 	seed := faultSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x72616365))
-	r := newRig(t, rigOptions{sink: "karvi"})
+	r := newRig(t, testrig.Options{Sink: "karvi"})
 	const races, docs = 10, 1200
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	sampler := r.sampleConductors()
+	sampler := r.SampleConductors()
 	type race struct {
 		id     string
 		offset time.Duration
@@ -179,12 +182,12 @@ func TestAbortRacingCompletion(t *testing.T) {
 		// the conductor) to 400 ms after (the workflow may already be done).
 		c := &race{id: fmt.Sprintf("RACE%d", i), offset: time.Duration(rnd.IntN(1001)-600) * time.Millisecond}
 		rs[i] = c
-		r.workspace(c.id)
-		c.run = r.start(dispatch(t, c.id, seedMessage(200, 200, docs, "")))
+		r.Workspace(c.id)
+		c.run = r.Start(testrig.Dispatch(t, c.id, exampleMessage(200, 200, docs, "")))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			events := r.eventsPath(c.id, mapping.PlanName(c.id, 1))
+			events := r.EventsPath(c.id, mapping.PlanName(c.id, 1))
 			for !hasEvent(events, "phase_start", "docs") {
 				if ctx.Err() != nil {
 					c.err = fmt.Errorf("%s never reached docs: %w", c.id, ctx.Err())
@@ -195,7 +198,7 @@ func TestAbortRacingCompletion(t *testing.T) {
 			// The jitter is the fault: where the abort lands is the test's
 			// seeded choice, never what it asserts.
 			time.Sleep(docs*time.Millisecond + c.offset)
-			err := r.signal(c.id, workflows.SignalAbort, workflows.AbortSignal{Reason: "race"})
+			err := r.Signal(c.id, workflows.SignalAbort, workflows.AbortSignal{Reason: "race"})
 			var nf *serviceerror.NotFound
 			if errors.As(err, &nf) {
 				c.late = true
@@ -208,9 +211,9 @@ func TestAbortRacingCompletion(t *testing.T) {
 	outcomes := map[string]int{}
 	for _, c := range rs {
 		require.NoError(t, c.err, c.id)
-		res := r.result(c.run)
+		res := r.Result(c.run)
 		r.assertConsistent(c.id, res)
-		st, err := r.status(c.id)
+		st, err := r.Status(c.id)
 		require.NoError(t, err)
 		if c.late {
 			require.Equal(t, "completed", res.Outcome.TaskStatus, "%s: the abort came after the end", c.id)
@@ -231,5 +234,5 @@ func TestAbortRacingCompletion(t *testing.T) {
 	}
 	samples := sampler.Stop(t)
 	t.Logf("%d races: %v; %d process-table samples, never two live conductors for a task", races, outcomes, samples)
-	r.assertNoOrphans()
+	r.AssertNoOrphans()
 }

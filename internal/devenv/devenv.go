@@ -77,6 +77,9 @@ type ServerOptions struct {
 	DBFile string
 	Port   int
 	Log    io.Writer
+	// ExtraArgs go to `temporal server start-dev` as they are, e.g.
+	// "--dynamic-config-value", "KEY=VALUE".
+	ExtraArgs []string
 }
 
 // Server is a running dev server.
@@ -119,6 +122,7 @@ func (s *Server) start(ctx context.Context) error {
 		DBFilename:       s.opts.DBFile,
 		LogLevel:         "error",
 		SearchAttributes: temporal.NewSearchAttributes(attrs...),
+		ExtraArgs:        s.opts.ExtraArgs,
 		Stdout:           out,
 		Stderr:           out,
 	})
@@ -245,23 +249,56 @@ func (w *Worker) Stop() error {
 	}
 }
 
-// Handles reads every conductor run record under a work root.
-func Handles(workRoot string) ([]proc.Handle, error) {
+// Run is one conductor run recorded under a work root: the run record the
+// bridge writes at runs/<task>/<plan>/handle.json.
+type Run struct {
+	TaskID string
+	Plan   string
+	Handle proc.Handle
+}
+
+// Runs reads every conductor run record under a work root.
+func Runs(workRoot string) ([]Run, error) {
 	paths, err := filepath.Glob(filepath.Join(workRoot, "runs", "*", "*", "handle.json"))
 	if err != nil {
 		return nil, err
 	}
-	var hs []proc.Handle
+	var runs []Run
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		plan := filepath.Dir(p)
+		task := filepath.Dir(plan)
+		h, err := ReadHandle(workRoot, filepath.Base(task), filepath.Base(plan))
 		if err != nil {
 			return nil, err
 		}
-		var h proc.Handle
-		if err := json.Unmarshal(data, &h); err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		hs = append(hs, h)
+		runs = append(runs, Run{TaskID: filepath.Base(task), Plan: filepath.Base(plan), Handle: h})
+	}
+	return runs, nil
+}
+
+// ReadHandle reads the run record of one task's plan.
+func ReadHandle(workRoot, taskID, plan string) (proc.Handle, error) {
+	p := filepath.Join(workRoot, "runs", taskID, plan, "handle.json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return proc.Handle{}, err
+	}
+	var h proc.Handle
+	if err := json.Unmarshal(data, &h); err != nil {
+		return proc.Handle{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return h, nil
+}
+
+// Handles reads every conductor run record under a work root.
+func Handles(workRoot string) ([]proc.Handle, error) {
+	runs, err := Runs(workRoot)
+	if err != nil {
+		return nil, err
+	}
+	hs := make([]proc.Handle, len(runs))
+	for i, r := range runs {
+		hs[i] = r.Handle
 	}
 	return hs, nil
 }
@@ -284,6 +321,8 @@ func StopConductors(workRoot string) error {
 	return errors.Join(errs...)
 }
 
+// quiet drops the SDK client's log lines: the processes' own logs are what
+// a failing test shows.
 type quiet struct{}
 
 func (quiet) Debug(string, ...any) {}

@@ -1,0 +1,57 @@
+//go:build realserver
+
+package testrig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"karvi-edda-temporal/internal/devenv"
+)
+
+// binaries are what the suites run: a missing one fails the whole suite
+// before any test starts, so that a tagged run never passes on less.
+var binaries = []string{"temporal", "worker", "eddasim", "starter"}
+
+var (
+	// suite names the running test binary's suite ("e2e", "faults"): it
+	// prefixes task queues and error messages.
+	suite string
+	// shared is the dev server of every rig that brings no server of its own.
+	shared *devenv.Server
+)
+
+// Main is a suite's TestMain: it checks the binaries, starts the shared dev
+// server, runs the tests and stops the server. It exits non-zero when
+// anything is missing.
+func Main(m *testing.M, name string) {
+	suite = name
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var missing []error
+	for _, b := range binaries {
+		if _, err := devenv.Binary(b); err != nil {
+			missing = append(missing, err)
+		}
+	}
+	if err := errors.Join(missing...); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := devenv.StartServer(ctx, devenv.ServerOptions{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
+		return 1
+	}
+	defer s.Stop()
+	shared = s
+	return m.Run()
+}

@@ -1,0 +1,162 @@
+//go:build realserver
+
+package testrig
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows"
+)
+
+// Start starts the task workflow for d; see StartInput.
+func (r *Rig) Start(d mapping.DispatchPlan) client.WorkflowRun {
+	r.t.Helper()
+	return r.StartInput(workflows.TaskInput{Dispatch: d})
+}
+
+// StartInput starts a task workflow on the rig's queue. With a karvifake it
+// first adds the task there if karvi does not know it yet.
+func (r *Rig) StartInput(in workflows.TaskInput) client.WorkflowRun {
+	r.t.Helper()
+	run, err := r.TryStart(in)
+	require.NoError(r.t, err)
+	return run
+}
+
+// TryStart is StartInput returning the error, for tests of refused starts.
+func (r *Rig) TryStart(in workflows.TaskInput) (client.WorkflowRun, error) {
+	if r.Karvi != nil && in.Dispatch.TaskID != "" {
+		if _, ok := r.Karvi.Task(in.Dispatch.TaskID); !ok {
+			r.AddKarviTask(in.Dispatch.TaskID)
+		}
+	}
+	id := workflows.WorkflowID(in.Dispatch.TaskID)
+	run, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                r.Queue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.TaskWorkflowName, in)
+	if err == nil {
+		r.Track(id)
+	}
+	return run, err
+}
+
+// Result waits for the workflow's result; the 3-minute deadline only keeps
+// a hung test from hanging the suite.
+func (r *Rig) Result(run client.WorkflowRun) workflows.Result {
+	r.t.Helper()
+	res, err := r.ResultErr(run)
+	require.NoError(r.t, err)
+	return res
+}
+
+// ResultErr is Result returning the workflow's error.
+func (r *Rig) ResultErr(run client.WorkflowRun) (workflows.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var res workflows.Result
+	err := run.Get(ctx, &res)
+	return res, err
+}
+
+// Status asks a task's workflow for its status query.
+func (r *Rig) Status(taskID string) (workflows.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.queryStatus(ctx, taskID)
+}
+
+func (r *Rig) queryStatus(ctx context.Context, taskID string) (workflows.Status, error) {
+	v, err := r.Client.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
+	if err != nil {
+		return workflows.Status{}, err
+	}
+	var s workflows.Status
+	return s, v.Get(&s)
+}
+
+// WaitFor polls the status query until cond holds; Temporal pushes no
+// query results, so polling is the only way to watch them. The deadline is
+// a safety net against a hung test, not a timing assertion; on it the test
+// fails with the last status seen.
+func (r *Rig) WaitFor(taskID, what string, cond func(workflows.Status) bool) workflows.Status {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := r.waitStatus(ctx, taskID, cond)
+	if err != nil {
+		r.t.Fatalf("task %s: %s never happened: %v", taskID, what, err)
+	}
+	return s
+}
+
+func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(workflows.Status) bool) (workflows.Status, error) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last workflows.Status
+	var lastErr error
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s, err := r.queryStatus(qctx, taskID)
+		cancel()
+		if err == nil && cond(s) {
+			return s, nil
+		}
+		last, lastErr = s, err
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("%w (last status %+v, last query error %v)", ctx.Err(), last, lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitPhase waits until the conductor runs phase.
+func (r *Rig) WaitPhase(taskID, phase string) workflows.Status {
+	r.t.Helper()
+	return r.WaitFor(taskID, "phase "+phase+" running", func(s workflows.Status) bool {
+		return s.CurrentPhase == phase && s.Stage == "running" && s.ConductorPID > 0
+	})
+}
+
+// Signal sends a signal to a task's workflow.
+func (r *Rig) Signal(taskID, name string, arg any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return r.Client.SignalWorkflow(ctx, workflows.WorkflowID(taskID), "", name, arg)
+}
+
+// History is the event history of the task's latest workflow run.
+func (r *Rig) History(taskID string) *historypb.History {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := r.Client.GetWorkflowHistory(ctx, workflows.WorkflowID(taskID), "", false,
+		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(r.t, err)
+		h.Events = append(h.Events, ev)
+	}
+	return h
+}
+
+// Replay runs the task workflow's current code over a recorded history; a
+// change of the workflow that is not replay-safe fails here.
+func Replay(h *historypb.History) error {
+	rep := worker.NewWorkflowReplayer()
+	workflows.Register(rep)
+	return rep.ReplayWorkflowHistory(nil, h)
+}
