@@ -22,7 +22,7 @@ func TestContinueAsNewOnLongRun(t *testing.T) {
 	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{ContinueAsNewAfterPolls: 4}})
 	// run.Get follows the chain of continued runs to the last one.
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 
 	st, err := r.Status("T11")
 	require.NoError(t, err)

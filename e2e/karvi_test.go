@@ -26,7 +26,7 @@ func TestKarviSinkHappyPath(t *testing.T) {
 		Brief: json.RawMessage(`{"meta":{"boardType":"brief"},"controls":{"owner":"karvi"},"log":[]}`)}))
 	r.Workspace("T5")
 	res := r.Result(r.Start(testrig.Dispatch(t, "T5", "Add user authentication with JWT. "+testrig.ExampleCosts)))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 
 	brief := testrig.Normalize(k.Brief("T5")).(map[string]any)
 	controls := brief["controls"]
@@ -75,7 +75,7 @@ func TestKarviSinkWithoutBrief(t *testing.T) {
 	r.Workspace("T6")
 	run := r.Start(testrig.Dispatch(t, "T6", "No brief here."))
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 3, res.Brief.CompletedPhases, "the brief is kept in the workflow")
 
 	st, err := r.Status("T6")

@@ -26,8 +26,8 @@ func TestHappyPathFileSink(t *testing.T) {
 	r.Workspace("T5")
 	res := r.Result(r.Start(testrig.Dispatch(t, "T5", "Add user authentication with JWT. "+testrig.ExampleCosts)))
 
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
-	require.Equal(t, "completed", res.Outcome.DispatchState)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.DispatchState)
 	require.Equal(t, testrig.ExampleBrief(t), r.FileBrief("T5"), "brief in the sink")
 	require.Equal(t, testrig.ExampleBrief(t), testrig.NormalizeBrief(t, testrig.MustJSON(t, res.Brief)), "brief in the workflow")
 
@@ -49,8 +49,8 @@ func TestRetriesExhaustedBlocksWithContractWording(t *testing.T) {
 	r.Workspace("T5")
 	res := r.Result(r.Start(testrig.Dispatch(t, "T5", "Add user authentication with JWT.")))
 
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
-	require.Equal(t, "failed", res.Outcome.DispatchState)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "failed", res.Outcome.DispatchState)
 	require.Equal(t, "Phase test failed after 3 attempts: check failed: cmd `cargo test` exited 1", res.Outcome.LastError)
 	require.Equal(t, "Phase test failed: cmd `cargo test` exited 1", res.Outcome.BlockerReason)
 	for _, ev := range r.Events("T5", res.PlanName) {
@@ -77,7 +77,7 @@ func TestAbortDuringPhase(t *testing.T) {
 
 	require.NoError(t, r.Signal("T7", workflows.SignalAbort, workflows.AbortSignal{}))
 	res := r.Result(run)
-	require.Equal(t, "blocked", res.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	require.False(t, proc.GroupAlive(hs[0].PGID), "no process of the conductor's group survives")
 	require.Equal(t, "Plan aborted by user", r.FileStatus("T7")["blocker"].(map[string]any)["reason"])
@@ -97,7 +97,7 @@ func TestRedispatchDuringPhase(t *testing.T) {
 
 	require.NoError(t, r.Signal("T8", workflows.SignalRedispatch, workflows.RedispatchSignal{}))
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
 	require.NotEqual(t, first.PlanName, res.PlanName)
 	require.Equal(t, mapping.PlanName("T8", 2), res.PlanName)
@@ -136,7 +136,7 @@ func TestWorkerKilledDuringPhase(t *testing.T) {
 	r.StartWorker()
 
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, testrig.ExampleBrief(t), r.FileBrief("T5"))
 	require.Len(t, res.Brief.Log, 8, "one log entry per event, none lost or doubled")
 

@@ -106,8 +106,8 @@ func assertNoConductorGroups(t *testing.T, r *rig) {
 func requireBlocked(t *testing.T, r *rig, taskID string, res workflows.Result) string {
 	t.Helper()
 	o := res.Outcome
-	require.Equal(t, "blocked", o.TaskStatus, "outcome %+v", o)
-	require.Equal(t, "failed", o.DispatchState, "outcome %+v", o)
+	require.EqualValues(t, "blocked", o.TaskStatus, "outcome %+v", o)
+	require.EqualValues(t, "failed", o.DispatchState, "outcome %+v", o)
 	require.Equal(t, 1, o.Code)
 	require.NotEmpty(t, o.LastError)
 	t.Logf("task %s blocked: lastError %q", taskID, o.LastError)
@@ -224,7 +224,7 @@ func TestEventLogDeletedWhileTailing(t *testing.T) {
 	r, res := logTamperRun(t, "CC5", "Log deleted.", func(_ *rig, events string, _ workflows.Status) {
 		require.NoError(t, os.Remove(events))
 	})
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, testrig.ExampleBriefFor(t, "CC5", res.PlanName), r.FileBrief("CC5"))
 	require.Len(t, res.Brief.Log, 8, "every event once")
 	require.Equal(t, "completed", r.FileStatus("CC5")["status"])
@@ -241,7 +241,7 @@ func TestEventLogTruncatedWhileTailing(t *testing.T) {
 	r, res := logTamperRun(t, "CC6", "Log truncated.", func(_ *rig, events string, _ workflows.Status) {
 		require.NoError(t, os.Truncate(events, 0))
 	})
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, testrig.ExampleBriefFor(t, "CC6", res.PlanName), r.FileBrief("CC6"))
 	require.Len(t, res.Brief.Log, 8, "every event once")
 	assertNoConductorGroups(t, r)
@@ -270,7 +270,7 @@ func TestEventLogTruncatedMidLine(t *testing.T) {
 			return s.EventsApplied == before.EventsApplied+whole
 		})
 	})
-	require.Equal(t, "completed", res.Outcome.TaskStatus, "plan_completed decides")
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "plan_completed decides")
 	require.Equal(t, mapping.PhasePassed, res.Brief.Phases["implement"].Status)
 	require.Equal(t, mapping.PhasePassed, res.Brief.Phases["docs"].Status)
 	require.Equal(t, mapping.PhaseRunning, res.Brief.Phases["test"].Status, "its phase_passed was torn")

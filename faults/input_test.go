@@ -231,14 +231,14 @@ func TestEventLogInput(t *testing.T) {
 	stillPartial, err := r.Status("IN1")
 	var final workflows.Status
 	require.NoError(t, err)
-	require.Equal(t, "running", stillPartial.Stage)
+	require.EqualValues(t, "running", stillPartial.Stage)
 	require.Equal(t, wantValid1, stillPartial.EventsApplied)
 	require.Equal(t, wantBad1, stillPartial.Malformed)
 	fake.release(t, "IN1", 2)
 
 	resH, resC := r.Result(hostile), r.Result(clean)
-	require.Equal(t, "completed", resH.Outcome.TaskStatus)
-	require.Equal(t, "completed", resC.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", resH.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", resC.Outcome.TaskStatus)
 
 	final, err = r.Status("IN1")
 	require.NoError(t, err)

@@ -141,7 +141,7 @@ func TestKarviOutageThen503(t *testing.T) {
 	t.Logf("karvi down %s, then 2 answers 503, then 2 more inside the backlog", time.Since(down).Round(time.Second))
 
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, "completed", r.KarviStatus(id))
 	require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "final brief complete")
 	logPerEvent(t, r.KarviBrief(id), r.singleRun(id, plan))

@@ -338,7 +338,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 
 	for _, id := range []string{plain1, plain2} {
 		plan := mapping.PlanName(id, 1)
-		require.Equal(t, "completed", res[id].Outcome.TaskStatus, id)
+		require.EqualValues(t, "completed", res[id].Outcome.TaskStatus, id)
 		require.Equal(t, 1, res[id].Attempt, id)
 		require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "%s: brief equals the undisturbed run's", id)
 		logPerEvent(t, r.KarviBrief(id), r.singleRun(id, plan))
@@ -346,7 +346,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	}
 
 	plan1, plan2 := mapping.PlanName(redo, 1), mapping.PlanName(redo, 2)
-	require.Equal(t, "completed", res[redo].Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res[redo].Outcome.TaskStatus)
 	require.Equal(t, 2, res[redo].Attempt)
 	require.Equal(t, plan2, res[redo].PlanName)
 	require.Len(t, res[redo].Attempts, 2)
@@ -357,7 +357,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	require.Equal(t, "completed", r.KarviStatus(redo))
 
 	plan := mapping.PlanName(stop, 1)
-	require.Equal(t, "blocked", res[stop].Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res[stop].Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res[stop].Outcome.LastError)
 	require.Equal(t, r.reducedBrief(stop, plan), r.KarviBrief(stop), "aborted brief holds exactly what the conductor wrote")
 	logPerEvent(t, r.KarviBrief(stop), r.singleRun(stop, plan))
@@ -392,7 +392,7 @@ func TestReplayRecordedHappyPath(t *testing.T) {
 	const id = "REPLAY1"
 	r.Workspace(id)
 	res := r.Result(r.Start(testrig.Dispatch(t, id, "Add user authentication with JWT. "+testrig.ExampleCosts)))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	var got []any
 	for _, b := range r.FilePatches(id) {
 		got = append(got, testrig.Normalize(b))

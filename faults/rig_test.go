@@ -55,7 +55,7 @@ func (r *rig) reducedBrief(taskID, plan string) map[string]any {
 		ev, err := mapping.ParseEvent(line)
 		require.NoError(t, err, "event at offset %d", at)
 		ev.Pos = mapping.Position{Offset: at}
-		st.Apply(ev)
+		st.Reduce(ev)
 	}
 	return testrig.Normalize(testrig.DropNulls(testrig.JSONValue(t, st.Brief))).(map[string]any)
 }

@@ -312,10 +312,10 @@ func TestRedactionEndToEnd(t *testing.T) {
 	run2 := r.Start(testrig.Dispatch(t, "RD2", "Redaction run two. "+control))
 	res1, res2 := r.Result(run1), r.Result(run2)
 
-	require.Equal(t, "blocked", res1.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res1.Outcome.TaskStatus)
 	require.True(t, strings.HasPrefix(res1.Outcome.LastError, "Phase test failed after 3 attempts: check failed: "), res1.Outcome.LastError)
 	require.Contains(t, res1.Outcome.LastError, "***REDACTED***")
-	require.Equal(t, "blocked", res2.Outcome.TaskStatus)
+	require.EqualValues(t, "blocked", res2.Outcome.TaskStatus)
 	require.Contains(t, res2.Outcome.LastError, "last output: ")
 	require.Contains(t, res2.Outcome.LastError, "***REDACTED***")
 	t.Logf("RD2 lastError: %s", res2.Outcome.LastError)
@@ -430,7 +430,7 @@ func TestRedactionStateIdentifiers(t *testing.T) {
 	control := "CONTROL-" + book.rand(upperD, 12)
 	for _, task := range []string{"SI1", "SI2"} {
 		res := r.Result(r.Start(testrig.Dispatch(t, task, "Identifiers. "+control)))
-		require.Equal(t, "blocked", res.Outcome.TaskStatus)
+		require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 		t.Logf("%s lastError: %s", task, res.Outcome.LastError)
 		book.scan(t, task+" result", testrig.MustJSON(t, res))
 		book.scan(t, task+" sink status.json", readAll(t, filepath.Join(r.SinkDir, task, "status.json")))
@@ -550,7 +550,7 @@ func TestWorkRootEscapes(t *testing.T) {
 	d := testrig.Dispatch(t, "WOK", "Inside the root. [sim phase=docs delay=1ms]")
 	d.WorkingDir = "projects/wok"
 	res := r.Result(r.Start(d))
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	_, err = os.Stat(filepath.Join(r.WorkRoot, "projects", "wok", ".edda", "conductor", res.PlanName, "events.jsonl"))
 	require.NoError(t, err, "the conductor ran in the workingDir")
 

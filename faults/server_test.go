@@ -51,7 +51,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	require.NoError(t, srv.Restart(ctx), "second restart")
 
 	res := r.Result(run)
-	require.Equal(t, "completed", res.Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "brief equals an undisturbed run's")
 	logPerEvent(t, r.KarviBrief(id), r.singleRun(id, plan))
 	require.Equal(t, "completed", r.KarviStatus(id))

@@ -149,7 +149,7 @@ func TestSignalStorm(t *testing.T) {
 			id, res[id].Outcome.TaskStatus, res[id].Attempt, res[id].Attempts, plan, st.SignalsReceived, burst, st.SignalsIgnored)
 	}
 	// All redispatches: nothing may stop the task for good.
-	require.Equal(t, "completed", res[redo].Outcome.TaskStatus)
+	require.EqualValues(t, "completed", res[redo].Outcome.TaskStatus)
 	t.Logf("2 bursts of %d signals in %s; %d process-table samples, never two live conductors for a task",
 		burst, burstTook.Round(time.Millisecond), samples)
 	r.AssertNoOrphans()
@@ -216,7 +216,7 @@ func TestAbortRacingCompletion(t *testing.T) {
 		st, err := r.Status(c.id)
 		require.NoError(t, err)
 		if c.late {
-			require.Equal(t, "completed", res.Outcome.TaskStatus, "%s: the abort came after the end", c.id)
+			require.EqualValues(t, "completed", res.Outcome.TaskStatus, "%s: the abort came after the end", c.id)
 			require.Zero(t, st.SignalsReceived, c.id)
 			outcomes["completed, abort refused (workflow closed)"]++
 			continue

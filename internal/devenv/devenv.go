@@ -208,7 +208,9 @@ func StartWorker(o WorkerOptions) (*Worker, error) {
 	}
 	args = append(args, o.Args...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), o.Env...)
+	// A developer's own temporal CLI profile (TLS, API key, a cloud
+	// address) must not point test workers away from the local dev server.
+	cmd.Env = append(append(os.Environ(), "TEMPORAL_CONFIG_FILE="+filepath.Join(os.TempDir(), "karvi-edda-no-profile.toml")), o.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if o.LogPath != "" {
 		f, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
