@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,13 +14,15 @@ import (
 )
 
 // A long event stream makes the workflow continue-as-new several times on a
-// real server: the running conductor is carried, not restarted, and every
-// event reaches the brief exactly once.
+// real server (checkpoints every 100 ms, a new run every 4 of them): the
+// running conductor is carried, not restarted, and every event reaches the
+// brief exactly once.
 func TestContinueAsNewOnLongRun(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	r.Workspace("T11")
 	d := testrig.Dispatch(t, "T11", "Chatty agent. [sim phase=implement events=150 delay=1500ms]")
-	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{ContinueAsNewAfterPolls: 4}})
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+		ContinueAsNewAfterPolls: 4, CheckpointEvery: 100 * time.Millisecond}})
 	// run.Get follows the chain of continued runs to the last one.
 	res := r.Result(run)
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)

@@ -3,8 +3,11 @@
 package testrig
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -122,12 +125,44 @@ func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(workflows
 	}
 }
 
-// WaitPhase waits until the conductor runs phase.
+// WaitPhase waits until the conductor runs phase, as its own event log
+// says: the workflow learns of phases only at its next checkpoint, while
+// tests want to act inside the phase. The status returned names the
+// running conductor.
 func (r *Rig) WaitPhase(taskID, phase string) workflows.Status {
 	r.t.Helper()
 	return r.WaitFor(taskID, "phase "+phase+" running", func(s workflows.Status) bool {
-		return s.CurrentPhase == phase && s.Stage == "running" && s.ConductorPID > 0
+		return s.Stage == "running" && s.ConductorPID > 0 && s.PlanName != "" &&
+			PhaseRunning(r.EventsPath(taskID, s.PlanName), phase)
 	})
+}
+
+// PhaseRunning reports whether a conductor's events.jsonl, as it is now,
+// shows phase started and not yet ended.
+func PhaseRunning(eventsPath, phase string) bool {
+	data, err := os.ReadFile(eventsPath)
+	if err != nil {
+		return false
+	}
+	current := ""
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		var ev struct {
+			Type    string `json:"type"`
+			PhaseID string `json:"phase_id"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		switch mapping.NormalizeEventType(ev.Type) {
+		case mapping.EventPhaseStart:
+			current = ev.PhaseID
+		case mapping.EventPhasePassed, mapping.EventPhaseFailed, mapping.EventPhaseSkipped:
+			if ev.PhaseID == current {
+				current = ""
+			}
+		}
+	}
+	return current == phase
 }
 
 // Signal sends a signal to a task's workflow.
