@@ -57,7 +57,7 @@ type DeliverResult struct {
 	Malformed       int    `json:"malformed,omitempty"`
 	MalformedSample string `json:"malformedSample,omitempty"`
 	// TaskStatus is the status this call wrote (in_progress at the first
-	// phase start, completed after plan_completed), "" for none.
+	// phase start), "" for none.
 	TaskStatus mapping.TaskStatus `json:"taskStatus,omitempty"`
 	// Outcome is a terminal event's outcome; delivery stops after it.
 	Outcome *mapping.Outcome `json:"outcome,omitempty"`
@@ -82,7 +82,8 @@ const (
 
 // DeliverEvents is the tail of an attempt's event log and the brief's
 // delivery in one: an event's PATCH leaves as soon as inotify reports its
-// line, without a round trip through the workflow. It returns at a
+// line, without a round trip through the workflow, and the first phase
+// start sets the task in_progress. It returns at a
 // checkpoint: a terminal event, the conductor's exit, CheckpointEvery after
 // it delivered something, or MaxWait without news.
 //
@@ -253,16 +254,15 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 			return err
 		}
 	}
-	if s := d.status(); ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil &&
-		s != mapping.TaskInProgress && s != mapping.TaskCompleted {
+	if ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil && d.status() != mapping.TaskInProgress {
 		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
 	}
+	// The final status is the workflow's to write: a redispatch that came
+	// before the plan completed wins over the completion, and karvi has no
+	// way back from completed to dispatched.
 	if ev.IsTerminal() && d.res.Outcome == nil {
 		if o, ok := mapping.OutcomeFromEvent(ev, d.brief); ok {
 			d.res.Outcome = &o
-			if o.TaskStatus == mapping.TaskCompleted {
-				d.setStatus(ctx, mapping.TaskCompleted, mapping.PlanCompleted)
-			}
 		}
 	}
 	return nil
@@ -300,8 +300,7 @@ func (d *delivery) patch(ctx context.Context, p mapping.Patch) error {
 }
 
 // setStatus writes a status the events decided. A refusal for good is
-// left to the workflow, which writes the final status itself and reports
-// what karvi said.
+// recorded as a sink problem; the run goes on.
 func (d *delivery) setStatus(ctx context.Context, s mapping.TaskStatus, ps mapping.PlanStatus) {
 	u := d.req.Base
 	u.Status, u.DispatchState = s, mapping.DispatchStateFor(ps)

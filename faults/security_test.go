@@ -675,8 +675,10 @@ func TestPayloadCodec(t *testing.T) {
 			continue
 		}
 		// Search attributes stay plain (the server indexes them); they
-		// carry a "type" and hold task id, plan name, phase and status.
-		require.Equal(t, "Keyword", string(p.GetMetadata()["type"]), "an unencrypted payload that is not a search attribute: %s", p)
+		// carry a "type" and hold task id, plan name, phase and status, and
+		// the SDK's TemporalChangeVersion (a KeywordList of change ids).
+		require.Contains(t, []string{"Keyword", "KeywordList"}, string(p.GetMetadata()["type"]),
+			"an unencrypted payload that is not a search attribute: %s", p)
 	}
 	start := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
 	require.NotEmpty(t, start.GetPayloads())

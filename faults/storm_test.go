@@ -29,8 +29,8 @@ func (r *rig) assertConsistent(id string, res workflows.Result) string {
 	t := r.T()
 	t.Helper()
 	o := res.Outcome
-	require.Contains(t, []string{"completed", "blocked"}, o.TaskStatus, "%s outcome", id)
-	require.Equal(t, o.TaskStatus, r.KarviStatus(id), "%s: karvi status vs workflow result", id)
+	require.Contains(t, []string{"completed", "blocked"}, string(o.TaskStatus), "%s outcome", id)
+	require.Equal(t, string(o.TaskStatus), r.KarviStatus(id), "%s: karvi status vs workflow result", id)
 	task, _ := r.Karvi.Task(id)
 	if o.TaskStatus == "blocked" {
 		require.NotNil(t, task.Blocker, id)
@@ -43,7 +43,7 @@ func (r *rig) assertConsistent(id string, res workflows.Result) string {
 	if o.LastError == "Plan aborted by user" {
 		require.Equal(t, "aborted", last.Ended, id)
 	} else {
-		require.Equal(t, o.TaskStatus, last.Ended, id)
+		require.Equal(t, string(o.TaskStatus), last.Ended, id)
 	}
 	dirs, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", id, "*"))
 	require.NoError(t, err)

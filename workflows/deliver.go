@@ -75,14 +75,14 @@ func (r *taskRun) deliver() error {
 	}
 	r.st.Polls++
 	r.checkpoint(res)
-	if a.Outcome != nil {
-		// A terminal event wins over a signal that came with it: finish()
-		// reports it, then honours the signal.
-		a.Stage = StageFinish
+	if signalled {
+		// actOnSignals decides, with everything delivered: an abort keeps
+		// a completion that came first; a redispatch starts anew.
 		return nil
 	}
-	if signalled {
-		return nil // actOnSignals decides, with everything delivered
+	if a.Outcome != nil {
+		a.Stage = StageFinish
+		return nil
 	}
 	if res.Exited {
 		r.decide(mapping.ExitOutcome(mapping.ConductorExit{

@@ -332,17 +332,12 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
-	var err error
-	// Delivery writes "completed" itself right after plan_completed's
-	// patch; every other end is written here.
-	if o.TaskStatus != mapping.TaskCompleted || r.st.TaskStatus != mapping.TaskCompleted {
-		err = r.setStatus(activities.TaskStatusUpdate{
-			Status:        o.TaskStatus,
-			Reason:        o.BlockerReason,
-			DispatchState: o.DispatchState,
-			LastError:     o.LastError,
-		})
-	}
+	err := r.setStatus(activities.TaskStatusUpdate{
+		Status:        o.TaskStatus,
+		Reason:        o.BlockerReason,
+		DispatchState: o.DispatchState,
+		LastError:     o.LastError,
+	})
 	ended := string(o.TaskStatus)
 	if o.LastError == mapping.MsgUserAbort {
 		ended = EndedAborted

@@ -182,12 +182,6 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 				}
 				if o, ok := mapping.OutcomeFromEvent(ev, st); ok && res.Outcome == nil {
 					res.Outcome = &o
-					if o.TaskStatus == mapping.TaskCompleted {
-						u := req.Base
-						u.Status = mapping.TaskCompleted
-						f.status(u)
-						res.TaskStatus = u.Status
-					}
 				}
 			}
 			res.Brief = st

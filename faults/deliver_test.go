@@ -1,0 +1,116 @@
+//go:build realserver
+
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/mapping"
+)
+
+// The tail delivers each event's PATCH as soon as it reads the line, and
+// tells the workflow at checkpoints, seconds apart. Here the worker is
+// SIGKILLed right after a PATCH reached the sink, many times, so nearly
+// every kill lands between a PATCH and its checkpoint: the retried delivery
+// starts from the last checkpoint and must skip what the sink already has.
+// The sink's brief is sampled every 10 ms meanwhile: its log never gets
+// shorter and never shows an entry twice, and the final brief is exactly
+// what the conductor's events make of it. Both sinks: karvifake and files.
+func TestWorkerKilledBetweenPatchAndCheckpoint(t *testing.T) {
+	for _, sink := range []string{"karvi", "file"} {
+		t.Run(sink, func(t *testing.T) { killBetweenPatchAndCheckpoint(t, sink) })
+	}
+}
+
+func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
+	seed := faultSeed(t)
+	rnd := rand.New(rand.NewPCG(seed, 0x64656c76))
+	r := newRig(t, testrig.Options{Sink: sink})
+	ids := []string{"DLV1", "DLV2"}
+	// About 130 events per task over 36 s, a PATCH every ~300 ms, with the
+	// workflow's checkpoints every 5 s. Each kill stalls delivery for the
+	// tail's heartbeat timeout (5 s) before the retry resumes it, so the
+	// plans must outlast the kills.
+	msg := "Chatty agent. [sim checks=pass] [sim phase=implement events=40 delay=12s] " +
+		"[sim phase=test events=40 delay=12s] [sim phase=docs events=40 delay=12s]"
+	runs := map[string]client.WorkflowRun{}
+	for _, id := range ids {
+		r.Workspace(id)
+		if sink == "karvi" {
+			r.AddKarviTask(id)
+		}
+	}
+	watch := r.WatchSinkLogs(ids...)
+	for _, id := range ids {
+		runs[id] = r.Start(testrig.Dispatch(t, id, msg))
+	}
+	logLen := func(id string) int {
+		log, _ := r.SinkBrief(id)["log"].([]any)
+		return len(log)
+	}
+
+	const kills = 5
+	deadline := time.Now().Add(90 * time.Second)
+	for k := 0; k < kills; k++ {
+		id := ids[k%len(ids)]
+		// Kill as soon as the sink's log grew: a PATCH just landed, and the
+		// workflow has not heard of it.
+		before := logLen(id)
+		for logLen(id) == before {
+			require.True(t, time.Now().Before(deadline), "kill %d: no PATCH reached the sink for %s", k, id)
+			time.Sleep(2 * time.Millisecond)
+		}
+		require.NoError(t, r.KillWorker())
+		time.Sleep(time.Duration(rnd.IntN(301)) * time.Millisecond) // the conductors write on, no worker runs
+		r.StartWorker()
+	}
+	for _, id := range ids {
+		res := r.Result(runs[id])
+		require.EqualValues(t, "completed", res.Outcome.TaskStatus, id)
+		plan := mapping.PlanName(id, 1)
+		var got map[string]any
+		if sink == "karvi" {
+			got = r.KarviBrief(id)
+		} else {
+			got = testrig.Normalize(testrig.DropNulls(r.FileBrief(id))).(map[string]any)
+		}
+		require.Equal(t, r.reducedBrief(id, plan), got, "%s: the sink's brief is what the events make", id)
+		logPerEvent(t, got, r.singleRun(id, plan))
+		st, err := r.Status(id)
+		require.NoError(t, err)
+		require.Positive(t, st.EventsApplied)
+	}
+	samples, grew := watch.Stop(t)
+	t.Logf("%s sink: %d kills right after a PATCH; %d brief samples, %d saw the log grow; never shorter, never doubled",
+		sink, kills, samples, grew)
+	r.AssertNoOrphans()
+	require.Greater(t, grew, 100, fmt.Sprintf("too few samples saw delivery progress (%d)", grew))
+	// The kills landed where they were aimed: retried deliveries found
+	// patches in the sink that the workflow had not recorded, and skipped
+	// them.
+	resumed, skipped := 0, 0
+	for _, id := range ids {
+		for _, ev := range r.History(id).GetEvents() {
+			a := ev.GetActivityTaskCompletedEventAttributes()
+			if a == nil {
+				continue
+			}
+			var res activities.DeliverResult
+			if converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &res) == nil && res.Resumed > 0 {
+				resumed++
+				skipped += res.Resumed
+			}
+		}
+	}
+	t.Logf("%d deliveries resumed past their checkpoint, skipping %d patches the sink had", resumed, skipped)
+	require.GreaterOrEqual(t, resumed, kills/2, "too few kills landed between a PATCH and its checkpoint")
+}
