@@ -376,11 +376,15 @@ func (s *BriefState) completed() int {
 }
 
 func (s *BriefState) appendLog(ev Event, detail string) {
+	s.appendLogEntry(LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
+}
+
+func (s *BriefState) appendLogEntry(e LogEntry) {
 	limit := s.LogLimit
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	log := append(s.Brief.Log, LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
+	log := append(s.Brief.Log, e)
 	if drop := len(log) - limit; drop > 0 {
 		// Reslicing keeps appends amortized O(1) once the log is full; the
 		// dropped entries are released when the next append reallocates,
