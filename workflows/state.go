@@ -41,10 +41,14 @@ type Attempt struct {
 	Cursor activities.TailCursor `json:"cursor"`
 	Brief  mapping.BriefState    `json:"brief"`
 	// Outcome is set once the attempt's end is known.
-	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
-	StartedAt   time.Time        `json:"startedAt,omitzero"`
-	LastEventAt time.Time        `json:"lastEventAt,omitzero"`
-	Events      int              `json:"events,omitempty"`
+	Outcome *mapping.Outcome `json:"outcome,omitempty"`
+	// FinalState is the conductor's state.json as the tail read it once the
+	// conductor had exited (nil before, or when it was unreadable): the
+	// brief's phases are settled against it when the attempt ends.
+	FinalState  *mapping.ConductorState `json:"finalState,omitempty"`
+	StartedAt   time.Time               `json:"startedAt,omitzero"`
+	LastEventAt time.Time               `json:"lastEventAt,omitzero"`
+	Events      int                     `json:"events,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

@@ -92,6 +92,7 @@ func (r *taskRun) setup() error {
 		return fmt.Errorf("register status query: %w", err)
 	}
 	r.upsertSearch()
+	r.showDetails()
 	return nil
 }
 
@@ -120,6 +121,7 @@ func (r *taskRun) run() (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		r.showDetails()
 		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
 			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
@@ -244,7 +246,8 @@ func (r *taskRun) endAttempt(ended, lastError string) {
 func (r *taskRun) prepare() error {
 	a := &r.st.Current
 	var info activities.PlanInfo
-	err := workflow.ExecuteActivity(prepareOptions(r.ctx), acts.PreparePlan,
+	summary := fmt.Sprintf("plan attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+	err := workflow.ExecuteActivity(prepareOptions(r.ctx, summary), acts.PreparePlan,
 		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N}).Get(r.ctx, &info)
 	if err != nil {
 		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
@@ -268,7 +271,7 @@ func (r *taskRun) prepare() error {
 func (r *taskRun) start() error {
 	a := &r.st.Current
 	var h activities.ConductorHandle
-	err := workflow.ExecuteActivity(startOptions(r.ctx), acts.StartConductor,
+	err := workflow.ExecuteActivity(startOptions(r.ctx, "start conductor "+a.PlanName()), acts.StartConductor,
 		activities.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
 	if err != nil {
 		var appErr *temporal.ApplicationError
@@ -291,7 +294,7 @@ func (r *taskRun) tail() error {
 	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
 		wait = limit
 	}
-	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait))
+	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait, tailSummary("tail", a)))
 	defer cancel()
 	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, activities.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor, MaxWait: wait})
@@ -331,7 +334,8 @@ func (r *taskRun) tail() error {
 	}
 	if res.Exited {
 		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
+			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError,
+			Stderr: res.Stderr, Output: res.LogTail,
 		}, a.Brief, a.Plan.Summary))
 		return nil
 	}
@@ -367,6 +371,9 @@ func (r *taskRun) silenceLimit() time.Duration {
 func (r *taskRun) apply(res activities.TailResult) {
 	a := &r.st.Current
 	a.Cursor = res.Next
+	if res.Exited {
+		a.FinalState = res.State
+	}
 	r.st.Counts.Malformed += res.Malformed
 	if res.MalformedSample != "" {
 		r.st.Counts.LastMalformed = res.MalformedSample
@@ -414,14 +421,15 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 	if a.Conductor == nil || a.Plan == nil {
 		return nil, nil
 	}
-	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
+	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
+	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
 		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
 	// The process group is gone: one more read drains the log to its end.
 	var res activities.TailResult
-	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0), acts.TailEvents, activities.TailRequest{
+	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0, tailSummary("drain", a)), acts.TailEvents, activities.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor}).Get(r.ctx, &res)
 	if err != nil {
 		return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
@@ -442,6 +450,7 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
+	r.settleBrief(o)
 	err := r.setStatus(activities.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
@@ -473,11 +482,38 @@ func (r *taskRun) finish() error {
 	return nil
 }
 
+// settleBrief sends the one last patch that makes the brief agree with how
+// the attempt ended (mapping.BriefState.Settle), before the final status:
+// a phase the conductor never reported an end for would otherwise read
+// "running" for ever on a task karvi shows blocked. Nothing is sent, and
+// nothing recorded in history, when the brief already agrees.
+func (r *taskRun) settleBrief(o mapping.Outcome) {
+	a := &r.st.Current
+	if a.Plan == nil {
+		return // no brief was ever sent for this attempt
+	}
+	settled := a.Brief.Clone()
+	c, changed := settled.Settle(o, a.FinalState, workflow.Now(r.ctx).UTC().Format(time.RFC3339))
+	if !changed {
+		return
+	}
+	// Histories recorded before this patch existed have no marker here.
+	if workflow.GetVersion(r.ctx, settleChange, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	a.Brief = settled
+	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
+}
+
+// settleChange versions the settling patch at the end of an attempt.
+const settleChange = "settle-brief"
+
 func (r *taskRun) sendPatches(patches []mapping.Patch) {
 	if len(patches) == 0 {
 		return
 	}
-	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx), acts.PatchBrief,
+	summary := patchSummary(patches, len(r.st.Current.Brief.Brief.Log))
+	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx, summary), acts.PatchBrief,
 		activities.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
 	if err != nil {
 		// Only final refusals get here (404 no brief, unauthorized): the brief
@@ -493,7 +529,7 @@ func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 	u.PlanID = r.st.Dispatch.PlanID
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
-	err := workflow.ExecuteActivity(statusOptions(r.ctx), acts.SetTaskStatus,
+	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
 		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
@@ -538,7 +574,10 @@ func (r *taskRun) status() Status {
 		Attempt:         a.N,
 		PlanName:        a.PlanName(),
 		CurrentPhase:    r.currentPhase(),
+		PhaseStatus:     a.Brief.Brief.Phases[r.currentPhase()].Status,
 		CompletedPhases: a.Brief.Brief.CompletedPhases,
+		CostUSD:         spent(a.Brief),
+		StartedAt:       a.StartedAt,
 		TaskStatus:      r.st.TaskStatus,
 		Outcome:         a.Outcome,
 		EventsApplied:   r.st.Counts.EventsApplied,

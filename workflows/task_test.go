@@ -48,6 +48,8 @@ type fakeConductor struct {
 	patches                       [][]byte
 	statuses                      []activities.TaskStatusUpdate
 	patchErr                      error
+	// timeline is every patch (by type) and status write, in order.
+	timeline []string
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
@@ -102,6 +104,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			}
 			for _, p := range req.Patches {
 				f.patches = append(f.patches, p.Body)
+				f.timeline = append(f.timeline, "patch "+p.Type)
 			}
 			return nil
 		})
@@ -110,6 +113,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.statuses = append(f.statuses, req.Update)
+			f.timeline = append(f.timeline, "status "+string(req.Update.Status))
 			return nil
 		})
 }
