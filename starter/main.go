@@ -10,9 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -32,7 +30,7 @@ const usage = `starter: start and operate karvi task workflows
   starter redispatch [-follow] <taskId>                           new attempt (signal; starts a new run if the workflow closed)
   starter status <taskId>                                         query status (JSON)
   starter brief <taskId>                                          query the brief (JSON)
-  starter follow <taskId>                                         print phase progress until the task ends
+  starter follow [-json] <taskId>                                 print phase progress until the task ends
   starter result <taskId>                                         wait for and print the workflow result
 
 Connection: -address (env TEMPORAL_ADDRESS, default 127.0.0.1:7233),
@@ -79,6 +77,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	fs.StringVar(&c.namespace, "namespace", envOr("TEMPORAL_NAMESPACE", "default"), "Temporal namespace")
 	fs.StringVar(&c.taskQueue, "task-queue", envOr("KARVI_EDDA_TASK_QUEUE", workflows.DefaultTaskQueue), "task queue")
 	follow := fs.Bool("follow", false, "print phase progress until the task ends")
+	jsonOut := fs.Bool("json", false, "follow: one JSON object per change")
 	reason := fs.String("reason", "", "reason recorded with the signal")
 	templates := fs.String("templates", envOr("KARVI_EDDA_TEMPLATES", ""), "directory of operator plan templates (plan)")
 	attempt := fs.Int("attempt", 1, "attempt number (plan)")
@@ -111,7 +110,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		if *follow {
-			return followTask(ctx, cl, d.TaskID, stdout)
+			return followTask(ctx, cl, d.TaskID, stdout, followOptionsFor(stdout, *jsonOut))
 		}
 		return nil
 	case "abort":
@@ -121,7 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		if *follow {
-			return followTask(ctx, cl, arg, stdout)
+			return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, *jsonOut))
 		}
 		return nil
 	case "status":
@@ -137,7 +136,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return printJSON(stdout, b)
 	case "follow":
-		return followTask(ctx, cl, arg, stdout)
+		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, *jsonOut))
 	case "result":
 		var res workflows.Result
 		if err := cl.GetWorkflow(ctx, workflows.WorkflowID(arg), "").Get(ctx, &res); err != nil {
@@ -214,8 +213,11 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 
 func start(ctx context.Context, cl client.Client, c conn, in workflows.TaskInput, stdout io.Writer) error {
 	id := workflows.WorkflowID(in.Dispatch.TaskID)
+	summary, details := workflows.StartSummary(in.Dispatch, in.Attempt)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
 		TaskQueue:                                c.taskQueue,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -272,44 +274,6 @@ func query(ctx context.Context, cl client.Client, taskID, name string, out any) 
 	return v.Get(out)
 }
 
-// followTask prints a line whenever the task's phase, attempt or stage
-// changes, until the workflow closes; then the final result.
-func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.Writer) error {
-	id := workflows.WorkflowID(taskID)
-	done := make(chan error, 1)
-	var res workflows.Result
-	go func() { done <- cl.GetWorkflow(ctx, id, "").Get(ctx, &res) }()
-	last := ""
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				return fmt.Errorf("task %s: %s", taskID, rootCause(err))
-			}
-			fmt.Fprintf(stdout, "task %s %s (attempt %d, plan %s)", taskID, res.Outcome.TaskStatus, res.Attempt, res.PlanName)
-			if res.Outcome.LastError != "" {
-				fmt.Fprintf(stdout, ": %s", res.Outcome.LastError)
-			}
-			fmt.Fprintln(stdout)
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			var s workflows.Status
-			if err := query(ctx, cl, taskID, workflows.QueryStatus, &s); err != nil {
-				continue // the workflow may be between runs (continue-as-new)
-			}
-			line := progressLine(s)
-			if line != last {
-				fmt.Fprintln(stdout, line)
-				last = line
-			}
-		}
-	}
-}
-
 // rootCause is the innermost application error's message: a person wants
 // "dispatch plan: skill: no plan template named ..." rather than the chain
 // of workflow and activity wrappers around it.
@@ -323,27 +287,6 @@ func rootCause(err error) string {
 		}
 	}
 	return msg
-}
-
-func progressLine(s workflows.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[attempt %d] %s", s.Attempt, s.Stage)
-	if s.PlanName != "" {
-		fmt.Fprintf(&b, " plan=%s", s.PlanName)
-	}
-	if s.CurrentPhase != "" {
-		fmt.Fprintf(&b, " phase=%s", s.CurrentPhase)
-	}
-	if s.TotalPhases > 0 {
-		fmt.Fprintf(&b, " done=%d/%d", s.CompletedPhases, s.TotalPhases)
-	}
-	if s.TaskStatus != "" {
-		fmt.Fprintf(&b, " task=%s", s.TaskStatus)
-	}
-	if s.SinkProblem != "" {
-		fmt.Fprintf(&b, " sink-problem=%q", s.SinkProblem)
-	}
-	return b.String()
 }
 
 func printJSON(w io.Writer, v any) error {

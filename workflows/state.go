@@ -68,11 +68,17 @@ func (a Attempt) PlanName() string {
 // summary records how the attempt ended.
 func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
 	b := a.Brief.Brief
-	return AttemptSummary{
+	s := AttemptSummary{
 		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
 		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
-		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, CostUSD: b.Cost.TotalUSD,
+		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases,
 	}
+	// What the attempt cost, also when it did not complete: the plan's
+	// total once reported, else the phases' costs.
+	if cost := spent(a.Brief); cost > 0 {
+		s.CostUSD = &cost
+	}
+	return s
 }
 
 // SignalState holds the signals not yet acted on and the counts.
