@@ -29,7 +29,8 @@ const SettleAgent = "bridge"
 //   - otherwise a phase the brief shows running or checking (or pending,
 //     while state.json has it running or checking) was interrupted: it
 //     becomes failed (stale when the outcome is a timeout) with the
-//     outcome's lastError as its error; an end the events reported stands.
+//     outcome's lastError as its error, or passed when the plan completed;
+//     an end the events reported stands.
 //
 // A running or checking status in state.json is not trusted: the conductor
 // that wrote it is gone, and it saves state.json after writing the event of
@@ -122,11 +123,19 @@ func settlePhase(p BriefPhase, sp PhaseState, o Outcome) (BriefPhase, bool) {
 	if !interrupted {
 		return p, false
 	}
-	p.Status = PhaseFailed
-	if o.ErrorType == ErrTimeout {
-		p.Status = PhaseStale
-	}
 	p.Attempts = max(p.Attempts, sp.Attempts)
+	switch {
+	case o.TaskStatus == TaskCompleted:
+		// The conductor completes a plan only once every phase passed or
+		// was skipped, and a phase it ran was not skipped: the event that
+		// said so was lost (a torn line, say).
+		p.Status = PhasePassed
+		return p, true
+	case o.ErrorType == ErrTimeout:
+		p.Status = PhaseStale
+	default:
+		p.Status = PhaseFailed
+	}
 	switch {
 	case o.LastError != "":
 		p.Error = o.LastError
