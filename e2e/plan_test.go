@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
 )
@@ -21,7 +20,7 @@ func TestGeneratedPlansPassTheConductorsParser(t *testing.T) {
 	require.NoError(t, err)
 	dirT, err := devenv.TemplatesDir()
 	require.NoError(t, err)
-	templates, err := activities.LoadTemplates(dirT)
+	templates, err := mapping.LoadTemplates(os.DirFS(dirT))
 	require.NoError(t, err)
 
 	messages := []string{
