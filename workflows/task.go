@@ -226,6 +226,7 @@ func (r *taskRun) actOnSignals() error {
 func (r *taskRun) decide(o mapping.Outcome) {
 	r.st.Current.Outcome = &o
 	r.st.Current.Stage = StageFinish
+	r.showDetails()
 }
 
 // nextAttempt moves to the next attempt: a new plan name (so a new
@@ -399,6 +400,9 @@ func (r *taskRun) apply(res activities.TailResult) {
 			}
 		}
 	}
+	// Before the first wait: a query answered while the patches go out
+	// sees details that match the brief.
+	r.showDetails()
 	r.sendPatches(patches)
 	if started && r.st.TaskStatus != mapping.TaskInProgress && a.Outcome == nil {
 		if err := r.setStatus(activities.TaskStatusUpdate{
@@ -502,6 +506,7 @@ func (r *taskRun) settleBrief(o mapping.Outcome) {
 		return
 	}
 	a.Brief = settled
+	r.showDetails()
 	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
 }
 
@@ -536,6 +541,7 @@ func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)
 	}
 	r.st.TaskStatus = u.Status
+	r.showDetails()
 	return nil
 }
 
