@@ -201,7 +201,7 @@ func summaryOf(res workflows.Result, now time.Time) summary {
 // line: "task T5 completed in 4m15s · 3/3 phases · $1.45 · attempt 1 · plan karvi-t5-020d01".
 func (s summary) line(color bool) string {
 	line := fmt.Sprintf("task %s %s in %s · %d/%d phases · $%.2f · attempt %d · plan %s",
-		s.TaskID, paint(string(s.TaskStatus), color), time.Duration(s.DurationMS)*time.Millisecond,
+		s.TaskID, paint(string(s.TaskStatus), color), roundDuration(time.Duration(s.DurationMS)*time.Millisecond),
 		s.Done, s.Total, s.CostUSD, s.Attempt, s.Plan)
 	if s.LastError != "" {
 		line += ": " + s.LastError
@@ -235,6 +235,17 @@ func bar(done, total int, color bool) string {
 		return "▕" + ansiGreen + strings.Repeat("█", filled) + ansiReset + strings.Repeat("░", barWidth-filled) + "▏"
 	}
 	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", barWidth-filled) + "]"
+}
+
+// roundDuration keeps the digits a person reads: 850ms, 4.7s, 2m5s.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // clock is an elapsed time as mm:ss, or h:mm:ss past an hour.

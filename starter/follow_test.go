@@ -172,6 +172,12 @@ func TestBarAndClock(t *testing.T) {
 			t.Errorf("bar(%d, %d) = %q, want %q", c.done, c.total, got, c.want)
 		}
 	}
+	for d, want := range map[time.Duration]string{850 * time.Millisecond: "850ms", 4665 * time.Millisecond: "4.7s",
+		125*time.Second + 400*time.Millisecond: "2m5s"} {
+		if got := roundDuration(d); got != want {
+			t.Errorf("roundDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
 	for d, want := range map[time.Duration]string{0: "00:00", 59*time.Second + 999*time.Millisecond: "00:59",
 		61 * time.Minute: "1:01:00"} {
 		if got := clock(d); got != want {

@@ -23,7 +23,8 @@ import (
 const (
 	summaryRunes = 120  // the UI shows the summary on one line
 	detailsRunes = 2000 // the message, in the static details
-	noteRunes    = 120  // an error or skip reason, in a table cell
+	noteRunes    = 60   // an error or skip reason, in a table cell
+	outcomeRunes = 400  // how the task ended, above the table
 )
 
 // StartSummary is the one-line summary and the details a task's workflow is
@@ -62,6 +63,15 @@ func renderDetails(st *State) string {
 		b.WriteString(fmt.Sprintf(" · task %s", st.TaskStatus))
 	}
 	b.WriteString("\n\n")
+	// How it ended goes first: the Web UI shows the first lines of the
+	// details without scrolling.
+	if o := a.Outcome; o != nil {
+		b.WriteString("**" + string(o.TaskStatus) + "**")
+		if o.LastError != "" {
+			b.WriteString(": " + oneLine(o.LastError, outcomeRunes))
+		}
+		b.WriteString("\n\n")
+	}
 	if a.Plan == nil {
 		b.WriteString("Preparing the plan.\n")
 		return b.String()
@@ -70,7 +80,8 @@ func renderDetails(st *State) string {
 	if br.CurrentPhase != "" && a.Stage == StageRunning {
 		b.WriteString(fmt.Sprintf(" · current phase **%s**", br.CurrentPhase))
 	}
-	b.WriteString(fmt.Sprintf(" · %d/%d phases done", br.CompletedPhases, len(a.Brief.PhaseOrder)))
+	// "1 of 3", not "1/3": the UI's markdown turns the latter into a fraction.
+	b.WriteString(fmt.Sprintf(" · %d of %d phases done", br.CompletedPhases, len(a.Brief.PhaseOrder)))
 	if cost := spent(a.Brief); cost > 0 {
 		b.WriteString(fmt.Sprintf(" · $%.2f", cost))
 	}
@@ -95,14 +106,8 @@ func renderDetails(st *State) string {
 		if note == "" {
 			note = p.Reason
 		}
-		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", name, p.Status, attempts, duration, cost, cell(note)))
-	}
-	if o := a.Outcome; o != nil {
-		b.WriteString(fmt.Sprintf("\n**%s**", o.TaskStatus))
-		if o.LastError != "" {
-			b.WriteString(": " + cell(o.LastError))
-		}
-		b.WriteString("\n")
+		b.WriteString(fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n", name, p.Status, attempts, duration, cost,
+			strings.ReplaceAll(oneLine(note, noteRunes), "|", `\|`)))
 	}
 	return b.String()
 }
@@ -144,10 +149,9 @@ func formatDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// cell makes free text safe inside a markdown table cell and short.
-func cell(s string) string {
-	s = cut(strings.Join(strings.Fields(s), " "), noteRunes)
-	return strings.ReplaceAll(s, "|", `\|`)
+// oneLine folds free text onto one line of at most n runes.
+func oneLine(s string, n int) string {
+	return cut(strings.Join(strings.Fields(s), " "), n)
 }
 
 // cut shortens s to at most n runes, marking the cut.

@@ -142,7 +142,7 @@ func TestRenderDetails(t *testing.T) {
 	running := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, TaskStatus: mapping.TaskInProgress,
 		Current: Attempt{N: 1, Stage: StageRunning, Plan: plan, Brief: brief(4)}}
 	require.Equal(t, "**T5** · attempt 1 · running · task in_progress\n\n"+
-		"plan `karvi-t5-020d01` · current phase **test** · 1/3 phases done · $0.85\n\n"+
+		"plan `karvi-t5-020d01` · current phase **test** · 1 of 3 phases done · $0.85\n\n"+
 		"| phase | status | attempts | duration | cost | note |\n|---|---|---|---|---|---|\n"+
 		"| implement | passed | 1 | 1m59s | $0.85 |  |\n"+
 		"| **test** | running | 1 |  |  |  |\n"+
@@ -155,12 +155,20 @@ func TestRenderDetails(t *testing.T) {
 	ended.Current.Brief = brief(4)
 	ended.Current.Brief.Settle(o, nil, "t")
 	require.Equal(t, "**T5** · attempt 1 · ended · task blocked\n\n"+
-		"plan `karvi-t5-020d01` · 1/3 phases done · $0.85\n\n"+
+		"**blocked**: Plan aborted by user\n\n"+
+		"plan `karvi-t5-020d01` · 1 of 3 phases done · $0.85\n\n"+
 		"| phase | status | attempts | duration | cost | note |\n|---|---|---|---|---|---|\n"+
 		"| implement | passed | 1 | 1m59s | $0.85 |  |\n"+
 		"| test | failed | 1 |  |  | Plan aborted by user |\n"+
-		"| docs | pending |  |  |  |  |\n"+
-		"\n**blocked**: Plan aborted by user\n", renderDetails(&ended))
+		"| docs | pending |  |  |  |  |\n", renderDetails(&ended))
+
+	// Free text is folded onto one line, cut, and cannot break the table.
+	long := ended
+	long.Current.Brief = ended.Current.Brief.Clone()
+	p := long.Current.Brief.Brief.Phases["test"]
+	p.Error = "cmd `a | b`\nexited 1: " + strings.Repeat("x", 80)
+	long.Current.Brief.Brief.Phases["test"] = p
+	require.Contains(t, renderDetails(&long), "| test | failed | 1 |  |  | cmd `a \\| b` exited 1: "+strings.Repeat("x", 37)+"… |\n")
 
 	preparing := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, Current: newAttempt(2, time.Time{})}
 	require.Equal(t, "**T5** · attempt 2 · preparing\n\nPreparing the plan.\n", renderDetails(&preparing))
