@@ -210,6 +210,8 @@ func TestFinalBriefTellsTheTruthFileSink(t *testing.T) {
 	for _, c := range truthCases() {
 		require.NotContains(t, res[c.id].Outcome.LastError, `"seq"`, c.id)
 	}
+	// Killed, it said nothing: its progress lines are no cause.
+	require.NotContains(t, res["TR-KILLED"].Outcome.LastError, "last output")
 }
 
 // The same against a server that holds karvi's rules: karvi's copy of the

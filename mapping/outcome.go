@@ -381,7 +381,8 @@ type ConductorExit struct {
 	Stderr string
 	// Output is the end of its standard output without the event lines
 	// (with --json the conductor copies every event there), redacted; it
-	// only speaks when Stderr says nothing.
+	// only speaks when Stderr says nothing and the conductor was not
+	// killed.
 	Output string
 }
 
@@ -450,11 +451,16 @@ func DescribeExit(code int) (string, int) {
 
 // note is what the conductor printed last, labelled with where it came
 // from; stderr first, since that is where a program says what went wrong.
+// Its other output only speaks for a conductor that ended on its own: one
+// killed by a signal said nothing about that, and its progress lines would
+// only repeat the brief.
 func (x ConductorExit) note() string {
+	_, code := DescribeExit(x.ExitCode)
+	killed := x.ExitCode != 0 && code == 0
 	switch {
 	case x.Stderr != "":
 		return "; stderr: " + x.Stderr
-	case x.Output != "":
+	case x.Output != "" && !killed:
 		return "; last output: " + x.Output
 	}
 	return ""
