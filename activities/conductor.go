@@ -26,9 +26,12 @@ type ConductorHandle struct {
 	// with PID it names one process lifetime, defeating pid reuse.
 	StartTime uint64 `json:"startTime"`
 	StartedAt string `json:"startedAt"`
-	LogPath   string `json:"logPath"`
-	ExitPath  string `json:"exitPath"`
-	Token     string `json:"token"`
+	// LogPath is the conductor's standard output, StderrPath its standard
+	// error; runs recorded before they were apart have no StderrPath.
+	LogPath    string `json:"logPath"`
+	StderrPath string `json:"stderrPath,omitempty"`
+	ExitPath   string `json:"exitPath"`
+	Token      string `json:"token"`
 }
 
 func handleOf(h proc.Handle) ConductorHandle { return ConductorHandle(h) }

@@ -70,7 +70,10 @@ type DeliverResult struct {
 	ExitCode   int                     `json:"exitCode,omitempty"`
 	State      *mapping.ConductorState `json:"state,omitempty"`
 	StateError string                  `json:"stateError,omitempty"`
-	LogTail    string                  `json:"logTail,omitempty"`
+	// Stderr and LogTail are the ends of the conductor's standard error and
+	// output (redacted, event lines left out), as for TailResult.
+	Stderr  string `json:"stderr,omitempty"`
+	LogTail string `json:"logTail,omitempty"`
 }
 
 const (
@@ -222,6 +225,7 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 	d.res.Exited = true
 	d.res.ExitCode = exitCode
 	d.res.State, d.res.StateError = readState(d.req.Plan.StatePath, d.explain)
+	d.res.Stderr = readLogTail(d.req.Handle.StderrPath)
 	d.res.LogTail = readLogTail(d.req.Handle.LogPath)
 	return nil
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -65,8 +66,11 @@ type TailResult struct {
 	// why it could not be read when it is nil.
 	State      *mapping.ConductorState `json:"state,omitempty"`
 	StateError string                  `json:"stateError,omitempty"`
-	// LogTail is the end of the conductor's own output (redacted): the only
-	// place some outcomes (budget, max turns) are explained.
+	// Stderr is the end of the conductor's standard error, LogTail the end
+	// of its standard output without the event lines it copies there
+	// (--json); both redacted. They are the only place some outcomes
+	// (a crash, budget, max turns) are explained.
+	Stderr  string `json:"stderr,omitempty"`
 	LogTail string `json:"logTail,omitempty"`
 }
 
@@ -135,6 +139,7 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 	res.Exited = true
 	res.ExitCode = st.ExitCode
 	res.State, res.StateError = readState(req.Plan.StatePath, explain)
+	res.Stderr = readLogTail(req.Handle.StderrPath)
 	res.LogTail = readLogTail(req.Handle.LogPath)
 	return res, nil
 }
@@ -235,7 +240,10 @@ func readState(path string, explain explainFunc) (*mapping.ConductorState, strin
 	return &cs, ""
 }
 
-// readLogTail returns the last lines the conductor printed, redacted.
+// readLogTail returns the last lines the conductor printed to one of its
+// outputs, redacted, leaving out event lines: with --json the conductor
+// copies every event to stdout, and they say nothing the brief does not
+// (runs recorded before stderr had a file of their own mix both there).
 func readLogTail(path string) string {
 	if path == "" {
 		return ""
@@ -268,7 +276,7 @@ func readLogTail(path string) string {
 	}
 	var lines []string
 	for _, l := range strings.Split(string(buf), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		if l = strings.TrimSpace(l); l != "" && !isEventLine(l) {
 			lines = append(lines, l)
 		}
 	}
@@ -276,4 +284,10 @@ func readLogTail(path string) string {
 		lines = lines[len(lines)-3:]
 	}
 	return shorten(redact.String(strings.Join(lines, " | ")))
+}
+
+// isEventLine reports a line that is a JSON object: an event the conductor
+// copied to its output, or the torn start of one.
+func isEventLine(l string) bool {
+	return strings.HasPrefix(l, `{"`) || strings.HasPrefix(l, "{") && json.Valid([]byte(l))
 }

@@ -3,7 +3,6 @@ package mapping
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 )
 
@@ -377,11 +376,15 @@ func (s *BriefState) completed() int {
 }
 
 func (s *BriefState) appendLog(ev Event, detail string) {
+	s.appendLogEntry(LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
+}
+
+func (s *BriefState) appendLogEntry(e LogEntry) {
 	limit := s.LogLimit
 	if limit <= 0 {
 		limit = DefaultLogLimit
 	}
-	log := append(s.Brief.Log, LogEntry{Time: ev.TS, Agent: "conductor", Action: ev.Type, Detail: detail})
+	log := append(s.Brief.Log, e)
 	if drop := len(log) - limit; drop > 0 {
 		// Reslicing keeps appends amortized O(1) once the log is full; the
 		// dropped entries are released when the next append reallocates,
@@ -462,26 +465,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// Clone is a deep copy: reducing into it leaves s as it was.
-func (s BriefState) Clone() BriefState {
-	c := s
-	c.Brief.Phases = make(map[string]BriefPhase, len(s.Brief.Phases))
-	for id, p := range s.Brief.Phases {
-		c.Brief.Phases[id] = p // BriefPhase's pointers are never written through
-	}
-	c.Brief.Cost.ByPhase = make(map[string]float64, len(s.Brief.Cost.ByPhase))
-	for id, v := range s.Brief.Cost.ByPhase {
-		c.Brief.Cost.ByPhase[id] = v
-	}
-	c.Brief.Artifacts = slices.Clone(s.Brief.Artifacts)
-	c.Brief.Log = slices.Clone(s.Brief.Log)
-	c.PhaseOrder = slices.Clone(s.PhaseOrder)
-	c.StalePhases = slices.Clone(s.StalePhases)
-	if s.LastFailure != nil {
-		f := *s.LastFailure
-		c.LastFailure = &f
-	}
-	return c
 }

@@ -376,7 +376,13 @@ type ConductorExit struct {
 	ExitCode   int
 	State      *ConductorState
 	StateError string
-	// Output is the end of the conductor's own output, redacted.
+	// Stderr is the end of the conductor's standard error, redacted: where
+	// a conductor says why it stopped.
+	Stderr string
+	// Output is the end of its standard output without the event lines
+	// (with --json the conductor copies every event there), redacted; it
+	// only speaks when Stderr says nothing and the conductor was not
+	// killed.
 	Output string
 }
 
@@ -410,7 +416,7 @@ func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
 			return o
 		}
 		return ended("", code, fmt.Sprintf(
-			"conductor %s %s, leaving the plan %s%s", how, where, x.State.PlanStatus, outputNote(x.Output)))
+			"conductor %s %s, leaving the plan %s%s", how, where, x.State.PlanStatus, x.note()))
 	}
 	// Without state.json the event log still tells the story when the last
 	// failure used up the phase's attempts: that is "failed after N
@@ -425,7 +431,7 @@ func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
 		return PhaseFailedOutcome(PlanBlocked, f.PhaseID, f.Attempt, errType, f.Error)
 	}
 	return ended("", code, fmt.Sprintf(
-		"conductor %s %s and left no readable state.json (%s)%s", how, where, x.StateError, outputNote(x.Output)))
+		"conductor %s %s and left no readable state.json (%s)%s", how, where, x.StateError, x.note()))
 }
 
 // DescribeExit words a conductor's exit status for a person. A status of -1
@@ -443,9 +449,19 @@ func DescribeExit(code int) (string, int) {
 	return "exited", code
 }
 
-func outputNote(output string) string {
-	if output == "" {
-		return ""
+// note is what the conductor printed last, labelled with where it came
+// from; stderr first, since that is where a program says what went wrong.
+// Its other output only speaks for a conductor that ended on its own: one
+// killed by a signal said nothing about that, and its progress lines would
+// only repeat the brief.
+func (x ConductorExit) note() string {
+	_, code := DescribeExit(x.ExitCode)
+	killed := x.ExitCode != 0 && code == 0
+	switch {
+	case x.Stderr != "":
+		return "; stderr: " + x.Stderr
+	case x.Output != "" && !killed:
+		return "; last output: " + x.Output
 	}
-	return "; last output: " + output
+	return ""
 }

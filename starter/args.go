@@ -22,6 +22,7 @@ type command struct {
 // options are the subcommands' own flags.
 type options struct {
 	follow    bool
+	json      bool
 	reason    string
 	templates string
 	attempt   int
@@ -29,6 +30,11 @@ type options struct {
 
 func followFlag(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.follow, "follow", false, "print phase progress until the task ends")
+	jsonFlag(fs, o)
+}
+
+func jsonFlag(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.json, "json", false, "follow: one JSON object per change instead of lines for a person")
 }
 
 func reasonFlag(fs *flag.FlagSet, o *options) {
@@ -47,7 +53,7 @@ var commands = []*command{
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
 	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
-	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends"},
+	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
 }
 

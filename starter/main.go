@@ -9,9 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -84,7 +82,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		if follow {
-			return followTask(ctx, cl, d.TaskID, stdout)
+			return followTask(ctx, cl, d.TaskID, stdout, followOptionsFor(stdout, inv.opts.json))
 		}
 		return nil
 	case "abort":
@@ -94,7 +92,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		if follow {
-			return followTask(ctx, cl, arg, stdout)
+			return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 		}
 		return nil
 	case "status":
@@ -110,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return printJSON(stdout, b)
 	case "follow":
-		return followTask(ctx, cl, arg, stdout)
+		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "result":
 		var res workflows.Result
 		if err := cl.GetWorkflow(ctx, workflows.WorkflowID(arg), "").Get(ctx, &res); err != nil {
@@ -171,8 +169,11 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 
 func start(ctx context.Context, cl client.Client, taskQueue string, in workflows.TaskInput, stdout io.Writer) error {
 	id := workflows.WorkflowID(in.Dispatch.TaskID)
+	summary, details := workflows.StartSummary(in.Dispatch, in.Attempt)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
 		TaskQueue:                                taskQueue,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -229,44 +230,6 @@ func query(ctx context.Context, cl client.Client, taskID, name string, out any) 
 	return v.Get(out)
 }
 
-// followTask prints a line whenever the task's phase, attempt or stage
-// changes, until the workflow closes; then the final result.
-func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.Writer) error {
-	id := workflows.WorkflowID(taskID)
-	done := make(chan error, 1)
-	var res workflows.Result
-	go func() { done <- cl.GetWorkflow(ctx, id, "").Get(ctx, &res) }()
-	last := ""
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			if err != nil {
-				return fmt.Errorf("task %s: %s", taskID, rootCause(err))
-			}
-			fmt.Fprintf(stdout, "task %s %s (attempt %d, plan %s)", taskID, res.Outcome.TaskStatus, res.Attempt, res.PlanName)
-			if res.Outcome.LastError != "" {
-				fmt.Fprintf(stdout, ": %s", res.Outcome.LastError)
-			}
-			fmt.Fprintln(stdout)
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			var s workflows.Status
-			if err := query(ctx, cl, taskID, workflows.QueryStatus, &s); err != nil {
-				continue // the workflow may be between runs (continue-as-new)
-			}
-			line := progressLine(s)
-			if line != last {
-				fmt.Fprintln(stdout, line)
-				last = line
-			}
-		}
-	}
-}
-
 // rootCause is the innermost application error's message: a person wants
 // "dispatch plan: skill: no plan template named ..." rather than the chain
 // of workflow and activity wrappers around it.
@@ -280,27 +243,6 @@ func rootCause(err error) string {
 		}
 	}
 	return msg
-}
-
-func progressLine(s workflows.Status) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "[attempt %d] %s", s.Attempt, s.Stage)
-	if s.PlanName != "" {
-		fmt.Fprintf(&b, " plan=%s", s.PlanName)
-	}
-	if s.CurrentPhase != "" {
-		fmt.Fprintf(&b, " phase=%s", s.CurrentPhase)
-	}
-	if s.TotalPhases > 0 {
-		fmt.Fprintf(&b, " done=%d/%d", s.CompletedPhases, s.TotalPhases)
-	}
-	if s.TaskStatus != "" {
-		fmt.Fprintf(&b, " task=%s", s.TaskStatus)
-	}
-	if s.SinkProblem != "" {
-		fmt.Fprintf(&b, " sink-problem=%q", s.SinkProblem)
-	}
-	return b.String()
 }
 
 func printJSON(w io.Writer, v any) error {

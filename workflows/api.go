@@ -159,13 +159,18 @@ type AttemptSummary struct {
 
 // Status answers the status query.
 type Status struct {
-	TaskID          string             `json:"taskId"`
-	Stage           Stage              `json:"stage"`
-	Attempt         int                `json:"attempt"`
-	PlanName        string             `json:"planName,omitempty"`
-	CurrentPhase    string             `json:"currentPhase,omitempty"`
-	CompletedPhases int                `json:"completedPhases"`
-	TotalPhases     int                `json:"totalPhases,omitempty"`
+	TaskID       string `json:"taskId"`
+	Stage        Stage  `json:"stage"`
+	Attempt      int    `json:"attempt"`
+	PlanName     string `json:"planName,omitempty"`
+	CurrentPhase string `json:"currentPhase,omitempty"`
+	// PhaseStatus is the current phase's status in the brief.
+	PhaseStatus     string `json:"phaseStatus,omitempty"`
+	CompletedPhases int    `json:"completedPhases"`
+	TotalPhases     int    `json:"totalPhases,omitempty"`
+	// CostUSD is what the attempt has cost so far; StartedAt when it began.
+	CostUSD         float64            `json:"costUsd,omitempty"`
+	StartedAt       time.Time          `json:"startedAt,omitzero"`
 	TaskStatus      mapping.TaskStatus `json:"taskStatus,omitempty"`
 	Outcome         *mapping.Outcome   `json:"outcome,omitempty"`
 	ConductorPID    int                `json:"conductorPid,omitempty"`

@@ -21,7 +21,8 @@ import (
 func (r *taskRun) startAttempt() error {
 	a := &r.st.Current
 	var res activities.StartAttemptResult
-	err := workflow.ExecuteActivity(attemptOptions(r.ctx), acts.StartAttempt, activities.StartAttemptRequest{
+	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+	err := workflow.ExecuteActivity(attemptOptions(r.ctx, summary), acts.StartAttempt, activities.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(),
 	}).Get(r.ctx, &res)
 	if err != nil {
@@ -55,7 +56,7 @@ func (r *taskRun) startAttempt() error {
 func (r *taskRun) deliver() error {
 	a := &r.st.Current
 	wait := r.pollWait()
-	fut := workflow.ExecuteActivity(deliverOptions(r.ctx, wait), acts.DeliverEvents, r.deliverRequest(wait))
+	fut := workflow.ExecuteActivity(deliverOptions(r.ctx, wait, tailSummary("deliver", a)), acts.DeliverEvents, r.deliverRequest(wait))
 	signalled := false
 	for !fut.IsReady() && !signalled {
 		sel := workflow.NewSelector(r.ctx)
@@ -86,7 +87,8 @@ func (r *taskRun) deliver() error {
 	}
 	if res.Exited {
 		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
+			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError,
+			Stderr: res.Stderr, Output: res.LogTail,
 		}, a.Brief, a.Plan.Summary))
 		return nil
 	}
@@ -127,15 +129,20 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 	if res.Outcome != nil && a.Outcome == nil {
 		a.Outcome = res.Outcome
 	}
-	a.Drained = a.Drained || res.Exited
+	if res.Exited {
+		a.Drained = true
+		a.FinalState = res.State
+	}
 	r.upsertSearch()
+	r.showDetails()
 }
 
 // abortConductor stops the conductor's process group and marks its plan
 // aborted.
 func (r *taskRun) abortConductor() error {
 	a := &r.st.Current
-	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
+	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
+	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
 		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
@@ -158,7 +165,7 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 			}
 		}
 		var res activities.DeliverResult
-		err := workflow.ExecuteActivity(deliverOptions(r.ctx, 0), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
+		err := workflow.ExecuteActivity(deliverOptions(r.ctx, 0, tailSummary("drain", a)), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
 		if err != nil {
 			return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
 		}

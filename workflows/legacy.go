@@ -20,7 +20,8 @@ import (
 func (r *taskRun) prepare() error {
 	a := &r.st.Current
 	var info activities.PlanInfo
-	err := workflow.ExecuteActivity(prepareOptions(r.ctx), acts.PreparePlan,
+	summary := fmt.Sprintf("plan attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+	err := workflow.ExecuteActivity(prepareOptions(r.ctx, summary), acts.PreparePlan,
 		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N}).Get(r.ctx, &info)
 	if err != nil {
 		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
@@ -44,7 +45,7 @@ func (r *taskRun) prepare() error {
 func (r *taskRun) start() error {
 	a := &r.st.Current
 	var h activities.ConductorHandle
-	err := workflow.ExecuteActivity(startOptions(r.ctx), acts.StartConductor,
+	err := workflow.ExecuteActivity(startOptions(r.ctx, "start conductor "+a.PlanName()), acts.StartConductor,
 		activities.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
 	if err != nil {
 		var appErr *temporal.ApplicationError
@@ -64,7 +65,7 @@ func (r *taskRun) start() error {
 func (r *taskRun) tail() error {
 	a := &r.st.Current
 	wait := r.pollWait()
-	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait))
+	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait, tailSummary("tail", a)))
 	defer cancel()
 	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, activities.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor, MaxWait: wait})
@@ -95,7 +96,8 @@ func (r *taskRun) tail() error {
 	}
 	if res.Exited {
 		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError, Output: res.LogTail,
+			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError,
+			Stderr: res.Stderr, Output: res.LogTail,
 		}, a.Brief, a.Plan.Summary))
 		return nil
 	}
@@ -107,6 +109,9 @@ func (r *taskRun) tail() error {
 func (r *taskRun) apply(res activities.TailResult) {
 	a := &r.st.Current
 	a.Cursor = res.Next
+	if res.Exited {
+		a.FinalState = res.State
+	}
 	r.st.Counts.Malformed += res.Malformed
 	if res.MalformedSample != "" {
 		r.st.Counts.LastMalformed = res.MalformedSample
@@ -132,6 +137,9 @@ func (r *taskRun) apply(res activities.TailResult) {
 			}
 		}
 	}
+	// Before the first wait: a query answered while the patches go out
+	// sees details that match the brief.
+	r.showDetails()
 	r.sendPatches(patches)
 	if started && r.st.TaskStatus != mapping.TaskInProgress && a.Outcome == nil {
 		if err := r.setStatus(activities.TaskStatusUpdate{
@@ -152,14 +160,15 @@ func (r *taskRun) stopConductorV1() (*mapping.Outcome, error) {
 	if a.Conductor == nil || a.Plan == nil {
 		return nil, nil
 	}
-	err := workflow.ExecuteActivity(abortOptions(r.ctx), acts.AbortConductor,
+	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
+	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
 		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
 	// The process group is gone: one more read drains the log to its end.
 	var res activities.TailResult
-	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0), acts.TailEvents, activities.TailRequest{
+	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0, tailSummary("drain", a)), acts.TailEvents, activities.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor}).Get(r.ctx, &res)
 	if err != nil {
 		return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
@@ -173,20 +182,4 @@ func (r *taskRun) stopConductorV1() (*mapping.Outcome, error) {
 		return completed, nil
 	}
 	return nil, nil
-}
-
-func (r *taskRun) sendPatches(patches []mapping.Patch) {
-	if len(patches) == 0 {
-		return
-	}
-	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx), acts.PatchBrief,
-		activities.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
-	if err != nil {
-		// Only final refusals get here (404 no brief, unauthorized): the brief
-		// stays in the workflow, queryable, and the run goes on.
-		r.st.SinkProblem = err.Error()
-		r.log.Warn("brief patch not delivered", "task", r.st.Dispatch.TaskID, "error", err)
-		return
-	}
-	r.st.Counts.PatchesSent += len(patches)
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // Every timeout and retry policy of the task workflow lives here, so that the
-// failure behaviour can be read in one place.
+// failure behaviour can be read in one place. Each call also carries a
+// one-line summary of what it does, which the Web UI shows in the history
+// instead of the bare activity name.
 
 // The short activities (plan, start, status) have no heartbeat, so their
 // start-to-close limit is also how long a task waits after a worker dies
@@ -18,8 +20,9 @@ import (
 
 // prepareOptions: writing plan.yaml is quick and local; a bad dispatch or
 // template is final.
-func prepareOptions(ctx workflow.Context) workflow.Context {
+func prepareOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
@@ -32,8 +35,9 @@ func prepareOptions(ctx workflow.Context) workflow.Context {
 
 // startOptions: spawning is idempotent (it re-attaches to a recorded run), so
 // retrying after a worker crash is safe. A missing conductor binary is final.
-func startOptions(ctx workflow.Context) workflow.Context {
+func startOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
@@ -48,8 +52,9 @@ func startOptions(ctx workflow.Context) workflow.Context {
 // tailOptions: a long-poll that heartbeats. A worker killed mid-poll is
 // noticed within the heartbeat timeout and the poll resumes from the cursor
 // the workflow holds, so nothing is read twice or skipped.
-func tailOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
+func tailOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: wait + time.Minute,
 		HeartbeatTimeout:    5 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -67,8 +72,9 @@ func tailOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
 // The SDK bounds a local activity's retries by ScheduleToCloseTimeout and
 // defaults that to StartToCloseTimeout, which would drop a patch after 15 s
 // of karvi being down; patchRetryFor is "as long as it takes" in practice.
-func patchOptions(ctx workflow.Context) workflow.Context {
+func patchOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary:                summary,
 		ScheduleToCloseTimeout: patchRetryFor,
 		StartToCloseTimeout:    15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -86,8 +92,9 @@ const patchRetryFor = 30 * 24 * time.Hour
 
 // statusOptions: a task status write is rare and must land, so it is a
 // regular activity retried until it succeeds or the sink refuses it for good.
-func statusOptions(ctx workflow.Context) workflow.Context {
+func statusOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
@@ -100,8 +107,9 @@ func statusOptions(ctx workflow.Context) workflow.Context {
 
 // abortOptions: stopping waits for the process group to be gone (TERM, grace,
 // KILL), so it heartbeats; it is idempotent and retried until it succeeds.
-func abortOptions(ctx workflow.Context) workflow.Context {
+func abortOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 2 * time.Minute,
 		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -116,8 +124,9 @@ func abortOptions(ctx workflow.Context) workflow.Context {
 // and the dispatched status, then spawns the conductor; every step is
 // idempotent. It waits out a sink outage (heartbeating meanwhile), so its
 // limit is long, and a dead worker is noticed by the heartbeat.
-func attemptOptions(ctx workflow.Context) workflow.Context {
+func attemptOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    5 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -134,8 +143,9 @@ func attemptOptions(ctx workflow.Context) workflow.Context {
 // resumes from the workflow's checkpoint, skipping what the sink already
 // has. A karvi outage holds a call for as long as it lasts (heartbeating),
 // so the limit is generous: past it the call is retried, which is safe.
-func deliverOptions(ctx workflow.Context, wait time.Duration) workflow.Context {
+func deliverOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
 		StartToCloseTimeout: wait + 30*time.Minute,
 		HeartbeatTimeout:    5 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{

@@ -45,10 +45,14 @@ type Attempt struct {
 	Cursor activities.TailCursor `json:"cursor"`
 	Brief  mapping.BriefState    `json:"brief"`
 	// Outcome is set once the attempt's end is known.
-	Outcome     *mapping.Outcome `json:"outcome,omitempty"`
-	StartedAt   time.Time        `json:"startedAt,omitzero"`
-	LastEventAt time.Time        `json:"lastEventAt,omitzero"`
-	Events      int              `json:"events,omitempty"`
+	Outcome *mapping.Outcome `json:"outcome,omitempty"`
+	// FinalState is the conductor's state.json as the tail read it once the
+	// conductor had exited (nil before, or when it was unreadable): the
+	// brief's phases are settled against it when the attempt ends.
+	FinalState  *mapping.ConductorState `json:"finalState,omitempty"`
+	StartedAt   time.Time               `json:"startedAt,omitzero"`
+	LastEventAt time.Time               `json:"lastEventAt,omitzero"`
+	Events      int                     `json:"events,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.
@@ -68,11 +72,17 @@ func (a Attempt) PlanName() string {
 // summary records how the attempt ended.
 func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
 	b := a.Brief.Brief
-	return AttemptSummary{
+	s := AttemptSummary{
 		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
 		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
-		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, CostUSD: b.Cost.TotalUSD,
+		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases,
 	}
+	// What the attempt cost, also when it did not complete: the plan's
+	// total once reported, else the phases' costs.
+	if cost := spent(a.Brief); cost > 0 {
+		s.CostUSD = &cost
+	}
+	return s
 }
 
 // SignalState holds the signals not yet acted on and the counts.

@@ -96,6 +96,7 @@ func (r *taskRun) setup() error {
 		return fmt.Errorf("register status query: %w", err)
 	}
 	r.upsertSearch()
+	r.showDetails()
 	return nil
 }
 
@@ -137,6 +138,7 @@ func (r *taskRun) run() (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
+		r.showDetails()
 		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
 			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
@@ -241,6 +243,7 @@ func (r *taskRun) actOnSignals() error {
 func (r *taskRun) decide(o mapping.Outcome) {
 	r.st.Current.Outcome = &o
 	r.st.Current.Stage = StageFinish
+	r.showDetails()
 }
 
 // nextAttempt moves to the next attempt: a new plan name (so a new
@@ -332,6 +335,7 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
+	r.settleBrief(o)
 	err := r.setStatus(activities.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
@@ -363,17 +367,65 @@ func (r *taskRun) finish() error {
 	return nil
 }
 
+// settleBrief sends the one last patch that makes the brief agree with how
+// the attempt ended (mapping.BriefState.Settle), before the final status:
+// a phase the conductor never reported an end for would otherwise read
+// "running" for ever on a task karvi shows blocked. Nothing is sent, and
+// nothing recorded in history, when the brief already agrees.
+func (r *taskRun) settleBrief(o mapping.Outcome) {
+	a := &r.st.Current
+	if a.Plan == nil {
+		return // no brief was ever sent for this attempt
+	}
+	settled := a.Brief.Clone()
+	c, changed := settled.Settle(o, a.FinalState, workflow.Now(r.ctx).UTC().Format(time.RFC3339))
+	if !changed {
+		return
+	}
+	// Histories recorded before this patch existed have no marker here.
+	if workflow.GetVersion(r.ctx, settleChange, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	a.Brief = settled
+	r.showDetails()
+	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
+}
+
+// settleChange versions the settling patch at the end of an attempt.
+const settleChange = "settle-brief"
+
+// sendPatches sends patches the workflow made itself, in order, in a local
+// activity: the skeleton and per-batch patches of the earlier path, and the
+// settling patch at the end of an attempt.
+func (r *taskRun) sendPatches(patches []mapping.Patch) {
+	if len(patches) == 0 {
+		return
+	}
+	summary := patchSummary(patches, len(r.st.Current.Brief.Brief.Log))
+	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx, summary), acts.PatchBrief,
+		activities.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
+	if err != nil {
+		// Only final refusals get here (404 no brief, unauthorized): the brief
+		// stays in the workflow, queryable, and the run goes on.
+		r.st.SinkProblem = err.Error()
+		r.log.Warn("brief patch not delivered", "task", r.st.Dispatch.TaskID, "error", err)
+		return
+	}
+	r.st.Counts.PatchesSent += len(patches)
+}
+
 func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 	u.PlanID = r.st.Dispatch.PlanID
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
-	err := workflow.ExecuteActivity(statusOptions(r.ctx), acts.SetTaskStatus,
+	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
 		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)
 	}
 	r.st.TaskStatus = u.Status
+	r.showDetails()
 	return nil
 }
 
@@ -412,7 +464,10 @@ func (r *taskRun) status() Status {
 		Attempt:         a.N,
 		PlanName:        a.PlanName(),
 		CurrentPhase:    r.currentPhase(),
+		PhaseStatus:     a.Brief.Brief.Phases[r.currentPhase()].Status,
 		CompletedPhases: a.Brief.Brief.CompletedPhases,
+		CostUSD:         spent(a.Brief),
+		StartedAt:       a.StartedAt,
 		TaskStatus:      r.st.TaskStatus,
 		Outcome:         a.Outcome,
 		EventsApplied:   r.st.Counts.EventsApplied,

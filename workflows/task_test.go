@@ -51,6 +51,8 @@ type fakeConductor struct {
 	patches  [][]byte
 	statuses []activities.TaskStatusUpdate
 	patchErr error
+	// timeline is every patch (by type) and status write, in order.
+	timeline []string
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
@@ -90,6 +92,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			}
 			for _, p := range req.Patches {
 				f.patches = append(f.patches, p.Body)
+				f.timeline = append(f.timeline, "patch "+p.Type)
 			}
 			return nil
 		})
@@ -98,6 +101,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.statuses = append(f.statuses, req.Update)
+			f.timeline = append(f.timeline, "status "+string(req.Update.Status))
 			return nil
 		})
 }
@@ -196,6 +200,7 @@ func (f *fakeConductor) send(p mapping.Patch) error {
 		return f.patchErr
 	}
 	f.patches = append(f.patches, p.Body)
+	f.timeline = append(f.timeline, "patch "+p.Type)
 	return nil
 }
 
@@ -203,6 +208,7 @@ func (f *fakeConductor) status(u activities.TaskStatusUpdate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.statuses = append(f.statuses, u)
+	f.timeline = append(f.timeline, "status "+string(u.Status))
 }
 
 func (f *fakeConductor) planTimeout() int {

@@ -24,12 +24,13 @@ const TokenEnv = "KARVI_EDDA_RUN_TOKEN"
 
 // Files in the run directory.
 const (
-	recordFile     = "handle.json" // the Handle, written atomically by Start
-	supervisorFile = "supervisor"  // "<pid> <token>", written by the supervisor before it runs the command
-	exitFile       = "exit"        // the command's exit status, written by the supervisor
-	logFile        = "conductor.log"
-	startLockFile  = "start.lock" // serialises Start calls
-	runLockFile    = "run.lock"   // held by the supervisor for its whole life
+	recordFile     = "handle.json"          // the Handle, written atomically by Start
+	supervisorFile = "supervisor"           // "<pid> <token>", written by the supervisor before it runs the command
+	exitFile       = "exit"                 // the command's exit status, written by the supervisor
+	logFile        = "conductor.log"        // the command's standard output
+	stderrFile     = "conductor.stderr.log" // its standard error
+	startLockFile  = "start.lock"           // serialises Start calls
+	runLockFile    = "run.lock"             // held by the supervisor for its whole life
 )
 
 // supervisorScript runs the command and records its exit status, which a
@@ -94,9 +95,14 @@ type Handle struct {
 	// already gone when the run was recovered (it then never reads as alive).
 	StartTime uint64 `json:"startTime"`
 	StartedAt string `json:"startedAt"` // RFC 3339, UTC
-	LogPath   string `json:"logPath"`
-	ExitPath  string `json:"exitPath"`
-	Token     string `json:"token"` // value of TokenEnv in the run's processes
+	// LogPath holds the command's standard output. With --json the
+	// conductor copies its events there, so what it says about itself is
+	// kept apart in StderrPath (empty for runs recorded before stderr had
+	// a file of its own: their LogPath holds both).
+	LogPath    string `json:"logPath"`
+	StderrPath string `json:"stderrPath,omitempty"`
+	ExitPath   string `json:"exitPath"`
+	Token      string `json:"token"` // value of TokenEnv in the run's processes
 }
 
 // Start starts the run described by spec, or returns the run already started
@@ -239,19 +245,24 @@ func spawn(dir string, spec Spec, runLock *os.File) (Handle, error) {
 	env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, TokenEnv+"=") })
 	env = append(env, TokenEnv+"="+token)
 
-	logPath := filepath.Join(dir, logFile)
+	logPath, stderrPath := filepath.Join(dir, logFile), filepath.Join(dir, stderrFile)
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return Handle{}, fmt.Errorf("proc: start: open log: %w", err)
 	}
 	defer logf.Close()
+	errf, err := os.OpenFile(stderrPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return Handle{}, fmt.Errorf("proc: start: open stderr log: %w", err)
+	}
+	defer errf.Close()
 
 	args := append([]string{"-c", supervisorScript, "karvi-edda-supervisor", dir, mv, prog}, spec.Command[1:]...)
 	cmd := exec.Command("/bin/sh", args...)
 	cmd.Dir = cwd
 	cmd.Env = env
 	cmd.Stdout = logf
-	cmd.Stderr = logf
+	cmd.Stderr = errf
 	cmd.ExtraFiles = []*os.File{runLock} // fd 3
 	// Own session: no controlling terminal, no signals aimed at the
 	// worker's group, and a group of its own to stop as a whole.
@@ -276,7 +287,7 @@ func spawn(dir string, spec Spec, runLock *os.File) (Handle, error) {
 	h := Handle{
 		PID: pid, PGID: pid, StartTime: st.startTime,
 		StartedAt: started.Format(time.RFC3339Nano),
-		LogPath:   logPath, ExitPath: filepath.Join(dir, exitFile), Token: token,
+		LogPath:   logPath, StderrPath: stderrPath, ExitPath: filepath.Join(dir, exitFile), Token: token,
 	}
 	if err := writeRecord(dir, h); err != nil {
 		// The process runs; the next Start recovers it from run.lock and
@@ -301,11 +312,17 @@ type supervisor struct {
 }
 
 func (s supervisor) handle(dir string, startTime uint64) Handle {
-	return Handle{
+	h := Handle{
 		PID: s.pid, PGID: s.pid, StartTime: startTime,
 		StartedAt: s.written.UTC().Format(time.RFC3339Nano),
 		LogPath:   filepath.Join(dir, logFile), ExitPath: filepath.Join(dir, exitFile), Token: s.token,
 	}
+	// A run spawned before stderr had a file of its own wrote both to
+	// LogPath; name the file only when the run has one.
+	if p := filepath.Join(dir, stderrFile); fileExists(p) {
+		h.StderrPath = p
+	}
+	return h
 }
 
 func readSupervisor(dir string) (supervisor, bool, error) {
@@ -419,4 +436,9 @@ func acquire(path string, wait time.Duration) (*os.File, error) {
 		}
 		time.Sleep(lockPoll)
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -130,8 +130,6 @@ func awaitExit(t *testing.T, h Handle) Status {
 	return s
 }
 
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
 // awaitRunning waits until n members of group pgid run the program comm, so a
 // test acts on the conductor itself rather than on a shell that has forked
 // but not yet executed it (or on the supervisor's short-lived mv).
@@ -198,15 +196,18 @@ func TestStartInspectAlive(t *testing.T) {
 	}
 }
 
+// Standard output and standard error land in files of their own: with
+// --json the conductor's stdout is its event stream, and the cause of a
+// crash must not drown in it.
 func TestExitCodeAndLogRecorded(t *testing.T) {
 	for _, tc := range []struct {
-		cmd  []string
-		code int
-		log  string
+		cmd            []string
+		code           int
+		stdout, stderr string
 	}{
-		{[]string{"true"}, 0, ""},
-		{[]string{"sh", "-c", "echo to-stdout; echo to-stderr >&2; exit 3"}, 3, "to-stdout\nto-stderr\n"},
-		{[]string{"/nonexistent/conductor"}, 127, "not found"},
+		{[]string{"true"}, 0, "", ""},
+		{[]string{"sh", "-c", "echo to-stdout; echo to-stderr >&2; echo more-stdout; exit 3"}, 3, "to-stdout\nmore-stdout\n", "to-stderr\n"},
+		{[]string{"/nonexistent/conductor"}, 127, "", "not found"},
 	} {
 		t.Run(strconv.Itoa(tc.code), func(t *testing.T) {
 			spec, _ := testSpec(t, tc.cmd...)
@@ -215,12 +216,22 @@ func TestExitCodeAndLogRecorded(t *testing.T) {
 			if s.ExitCode != tc.code || s.Alive || s.GroupAlive {
 				t.Fatalf("status = %+v, want exit %d", s, tc.code)
 			}
-			log, err := os.ReadFile(h.LogPath)
+			if h.StderrPath == "" || h.StderrPath == h.LogPath {
+				t.Fatalf("handle names no stderr file of its own: %+v", h)
+			}
+			stdout, err := os.ReadFile(h.LogPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(string(log), tc.log) {
-				t.Fatalf("log %q lacks %q", log, tc.log)
+			stderr, err := os.ReadFile(h.StderrPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.stdout != "" && string(stdout) != tc.stdout || tc.stdout == "" && len(stdout) != 0 {
+				t.Errorf("stdout %q, want %q", stdout, tc.stdout)
+			}
+			if !strings.Contains(string(stderr), tc.stderr) || strings.Contains(string(stderr), "stdout") {
+				t.Errorf("stderr %q, want %q alone", stderr, tc.stderr)
 			}
 		})
 	}
@@ -388,6 +399,9 @@ func TestCrashBetweenSpawnAndRecordRecoversLiveRun(t *testing.T) {
 	if h2, attached, err := Start(spec); err != nil || !attached || h2 != h {
 		t.Fatalf("record not persisted by recovery: %+v %v %v", h2, attached, err)
 	}
+	if h.StderrPath != filepath.Join(spec.Dir, stderrFile) {
+		t.Fatalf("recovered handle names stderr %q", h.StderrPath)
+	}
 }
 
 func TestCrashBetweenSpawnAndRecordRecoversFinishedRun(t *testing.T) {
@@ -443,7 +457,8 @@ func TestFailedStartLeavesDirectoryStartable(t *testing.T) {
 }
 
 func TestHandleJSONRoundTrip(t *testing.T) {
-	h := Handle{PID: 4194303, PGID: 4194303, StartTime: 1 << 50, StartedAt: "2026-01-01T00:00:00Z", LogPath: "/r/conductor.log", ExitPath: "/r/exit", Token: "ab"}
+	h := Handle{PID: 4194303, PGID: 4194303, StartTime: 1 << 50, StartedAt: "2026-01-01T00:00:00Z",
+		LogPath: "/r/conductor.log", StderrPath: "/r/conductor.stderr.log", ExitPath: "/r/exit", Token: "ab"}
 	raw, err := json.Marshal(h)
 	if err != nil {
 		t.Fatal(err)
@@ -451,6 +466,16 @@ func TestHandleJSONRoundTrip(t *testing.T) {
 	var back Handle
 	if err := json.Unmarshal(raw, &back); err != nil || back != h {
 		t.Fatalf("round trip %s -> %+v %v", raw, back, err)
+	}
+	// A record written before stderr had its own file still reads, and one
+	// without it writes no empty key.
+	old := `{"pid":7,"pgid":7,"startTime":1,"startedAt":"x","logPath":"/r/conductor.log","exitPath":"/r/exit","token":"ab"}`
+	var prev Handle
+	if err := json.Unmarshal([]byte(old), &prev); err != nil || prev.StderrPath != "" || prev.LogPath != "/r/conductor.log" {
+		t.Fatalf("old record -> %+v %v", prev, err)
+	}
+	if again, _ := json.Marshal(prev); string(again) != old {
+		t.Fatalf("old record re-encoded as %s", again)
 	}
 }
 

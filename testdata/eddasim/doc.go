@@ -48,8 +48,10 @@
 //
 //	pass              default outcome
 //	fail[=N|always]   checks fail on attempts 1..N (bare: always); error_type check_failed
-//	crash[=N|always]  the agent crashes on attempts 1..N (bare: always); agent_crash, retried
-//	die[=N]           after phase_start of attempt N (default 1) the conductor exits 3
+//	crash[=N|always]  the agent crashes on attempts 1..N (bare: always); agent_crash, retried;
+//	                  `eddasim: agent of phase "X" crashed (attempt N): <error>` on stderr
+//	die[=N]           after phase_start of attempt N (default 1) the conductor exits 3, saying
+//	                  `eddasim: simulated conductor crash in phase "X" (attempt N)` on stderr
 //	hang              the agent never returns; the phase timeout_sec (default 1800) still fires
 //	hang=forever      the agent never returns and timeouts are ignored; only a signal ends it
 //	timeout           the agent reports a timeout: phase stale, plan blocked

@@ -144,7 +144,11 @@ phases:
   - id: a
     prompt: "[sim crash=1]"
 `)
-	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	res := runSim(t, dir, nil, "conduct", "run", "plan.yaml")
+	assertExit(t, res, 0)
+	if want := `eddasim: agent of phase "a" crashed (attempt 1): eddasim: simulated agent crash (attempt 1)` + "\n"; res.stderr != want {
+		t.Errorf("stderr = %q, want %q", res.stderr, want)
+	}
 	events := readEvents(t, dir, "crashy")
 	assertTypes(t, events, "plan_start", "phase_start:a", "phase_failed:a", "phase_start:a", "phase_passed:a", "plan_completed")
 	if events[2].str("error_type") != errAgentCrash {
@@ -167,6 +171,11 @@ phases:
 `)
 	res := runSim(t, dir, nil, "conduct", "run", "plan.yaml")
 	assertExit(t, res, dieExitCode)
+	// The one line a person reading the crash reason needs, on stderr
+	// where a program says what went wrong; stdout has the events.
+	if want := `eddasim: simulated conductor crash in phase "b" (attempt 1)` + "\n"; res.stderr != want {
+		t.Errorf("stderr = %q, want %q", res.stderr, want)
+	}
 	events := readEvents(t, dir, "dies")
 	assertTypes(t, events, "plan_start", "phase_start:a", "phase_passed:a", "phase_start:b")
 	st := readPlanState(t, dir, "dies")

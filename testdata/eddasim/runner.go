@@ -329,6 +329,7 @@ func (r *runner) runPhase(id string) error {
 			return err
 		}
 		r.say("  ✗ Phase %q crashed (%s): %s", id, time.Since(start).Round(time.Millisecond), res.error)
+		fmt.Fprintf(os.Stderr, "eddasim: agent of phase %q crashed (attempt %d): %s\n", id, attempt, res.error)
 		r.log.record("phase_failed", evPhaseFailed{PhaseID: id, Attempt: attempt, DurationMS: elapsed(), Error: res.error, ErrorType: errAgentCrash})
 		return r.handleOnFail(ph, nil)
 
