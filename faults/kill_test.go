@@ -365,7 +365,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	plan := mapping.PlanName(stop, 1)
 	require.EqualValues(t, "blocked", res[stop].Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res[stop].Outcome.LastError)
-	require.Equal(t, r.reducedBrief(stop, plan), r.KarviBrief(stop), "aborted brief holds exactly what the conductor wrote")
+	require.Equal(t, r.settledBrief(stop, plan, res[stop].Outcome), r.KarviBrief(stop), "aborted brief holds exactly what the conductor wrote, settled")
 	logPerEvent(t, r.KarviBrief(stop), r.singleRun(stop, plan))
 	require.Equal(t, "blocked", r.KarviStatus(stop))
 	task, _ := r.Karvi.Task(stop)

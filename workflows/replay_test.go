@@ -14,6 +14,13 @@ import (
 // a non-determinism error. faults.TestReplayRecordedHappyPath records
 // happy.json from a live dev server (FAULTS_WRITE_HISTORY=1 rewrites it);
 // refresh it only together with a versioned (workflow.GetVersion) change.
+//
+// The files are kept for every shape the workflow had, so that each change
+// is proven against the histories before it: v1-* were recorded before the
+// attempt became a value of its own (a continued run among them carries the
+// old flat state), happy.json and settle-abort.json before delivery moved
+// into the tail, deliver-* after (abort, redispatch, retries exhausted, a
+// run continued-as-new and its successor).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)

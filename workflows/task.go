@@ -374,9 +374,11 @@ func (r *taskRun) finish() error {
 // nothing recorded in history, when the brief already agrees.
 func (r *taskRun) settleBrief(o mapping.Outcome) {
 	a := &r.st.Current
-	if a.Plan == nil {
-		return // no brief was ever sent for this attempt
+	if len(a.Brief.PhaseOrder) == 0 {
+		return // no brief was ever sent for this task
 	}
+	// An attempt ended before its plan was written still shows the brief
+	// of the attempt before, which the sink holds: that is what settles.
 	settled := a.Brief.Clone()
 	c, changed := settled.Settle(o, a.FinalState, workflow.Now(r.ctx).UTC().Format(time.RFC3339))
 	if !changed {
