@@ -3,27 +3,22 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
-	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -33,8 +28,9 @@ import (
 type truthCase struct {
 	id      string
 	message string
-	// act is done once the test phase runs (nil: the conductor ends alone).
-	act func(t *testing.T, r *rig, id string)
+	// act is done once the test phase runs (nil: the conductor ends alone);
+	// st is the status that saw it run.
+	act func(t *testing.T, r *testrig.Rig, id string, st workflows.Status)
 	// lastError is the outcome's lastError, or its start.
 	lastError string
 	// settled names the phase the last patch must settle, "" when the
@@ -55,14 +51,15 @@ func truthCases() []truthCase {
 		{id: "TR-DIE", message: "A conductor that dies. [sim phase=test die]",
 			lastError: "Conductor crashed: conductor exited while phase test was running", settled: "test"},
 		{id: "TR-ABORT", message: "Aborted mid-phase. [sim phase=test hang=forever]",
-			act: func(t *testing.T, r *rig, id string) {
-				require.NoError(t, r.cl.SignalWorkflow(context.Background(), workflows.WorkflowID(id), "",
-					workflows.SignalAbort, workflows.AbortSignal{Reason: "wrong branch"}))
+			act: func(t *testing.T, r *testrig.Rig, id string, _ workflows.Status) {
+				require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{Reason: "wrong branch"}))
 			},
 			lastError: mapping.MsgUserAbort, settled: "test"},
 		{id: "TR-KILLED", message: "Killed from outside. [sim phase=test hang=forever]",
-			act: func(t *testing.T, r *rig, id string) {
-				h := runHandle(t, r, id)
+			act: func(t *testing.T, r *testrig.Rig, id string, st workflows.Status) {
+				h, err := devenv.ReadHandle(r.WorkRoot, id, st.PlanName)
+				require.NoError(t, err)
+				require.Greater(t, h.PGID, 1)
 				require.NoError(t, syscall.Kill(-h.PGID, syscall.SIGKILL))
 			},
 			lastError: "Conductor crashed: conductor was killed (no exit status was recorded) while phase test was running",
@@ -70,38 +67,23 @@ func truthCases() []truthCase {
 	}
 }
 
-// runHandle is the one conductor run of a task.
-func runHandle(t *testing.T, r *rig, taskID string) proc.Handle {
-	t.Helper()
-	hs, err := devenv.Handles(filepath.Join(r.workRoot))
-	require.NoError(t, err)
-	for _, h := range hs {
-		if strings.Contains(h.LogPath, string(filepath.Separator)+taskID+string(filepath.Separator)) {
-			return h
-		}
-	}
-	t.Fatalf("no conductor run of %s among %d", taskID, len(hs))
-	return proc.Handle{}
-}
-
 // runTruthCases runs every case at once on one worker and returns their
 // results by task id.
-func runTruthCases(t *testing.T, r *rig) map[string]workflows.Result {
+func runTruthCases(t *testing.T, r *testrig.Rig) map[string]workflows.Result {
 	cases := truthCases()
 	runs := map[string]client.WorkflowRun{}
 	for _, c := range cases {
-		r.workspace(c.id)
-		runs[c.id] = startWithSummary(t, r, dispatch(t, c.id, c.message))
+		r.Workspace(c.id)
+		runs[c.id] = r.Start(testrig.Dispatch(t, c.id, c.message))
 	}
 	for _, c := range cases {
 		if c.act != nil {
-			r.waitPhase(c.id, "test")
-			c.act(t, r, c.id)
+			c.act(t, r, c.id, r.WaitPhase(c.id, "test"))
 		}
 	}
 	res := map[string]workflows.Result{}
 	for _, c := range cases {
-		res[c.id] = r.result(runs[c.id])
+		res[c.id] = r.Result(runs[c.id])
 		require.Equal(t, "blocked", string(res[c.id].Outcome.TaskStatus), c.id)
 		require.True(t, strings.HasPrefix(res[c.id].Outcome.LastError, c.lastError),
 			"%s: lastError %q, want it to start %q", c.id, res[c.id].Outcome.LastError, c.lastError)
@@ -109,25 +91,10 @@ func runTruthCases(t *testing.T, r *rig) map[string]workflows.Result {
 	return res
 }
 
-// startWithSummary starts a task as the starter does, summary included.
-func startWithSummary(t *testing.T, r *rig, d mapping.DispatchPlan) client.WorkflowRun {
-	t.Helper()
-	summary, details := workflows.StartSummary(d, 1)
-	run, err := r.cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                       workflows.WorkflowID(d.TaskID),
-		TaskQueue:                r.queue,
-		StaticSummary:            summary,
-		StaticDetails:            details,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-	}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d})
-	require.NoError(t, err)
-	return run
-}
-
 // conductorState is the state.json the conductor left for a task's plan.
-func conductorState(t *testing.T, r *rig, taskID, plan string) mapping.ConductorState {
+func conductorState(t *testing.T, r *testrig.Rig, taskID, plan string) mapping.ConductorState {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(r.workRoot, "tasks", taskID, ".edda", "conductor", plan, "state.json"))
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(r.EventsPath(taskID, plan)), "state.json"))
 	require.NoError(t, err)
 	cs, err := mapping.ParseConductorState(data)
 	require.NoError(t, err)
@@ -176,6 +143,7 @@ func requireSettled(t *testing.T, where string, last map[string]any, c truthCase
 		require.Equal(t, res.Outcome.LastError, p["error"], where)
 	}
 	log, _ := last["log"].([]any)
+	require.NotEmpty(t, log, "%s: the last patch %v has no log", where, last)
 	entry, _ := log[len(log)-1].(map[string]any)
 	require.Equal(t, mapping.SettleAgent, entry["agent"], where)
 	require.Equal(t, mapping.PatchTypeSettle, entry["action"], where)
@@ -186,15 +154,16 @@ func requireSettled(t *testing.T, where string, last map[string]any, c truthCase
 // an abort mid-phase, the conductor killed from outside) leaves, in the file
 // sink, a brief that agrees with state.json and shows no phase under way.
 func TestFinalBriefTellsTheTruthFileSink(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := testrig.New(t, testrig.Options{})
 	res := runTruthCases(t, r)
 	for _, c := range truthCases() {
 		rs := res[c.id]
 		where := c.id + " file sink"
-		brief := r.fileBrief(c.id)
+		brief := r.FileBrief(c.id)
 		requireBriefTellsTheTruth(t, where, brief, conductorState(t, r, c.id, rs.PlanName))
-		require.Equal(t, brief, normalizeBrief(t, mustJSON(t, rs.Brief)), "%s: the workflow's brief", where)
-		patches := r.filePatches(c.id)
+		require.Equal(t, brief, testrig.NormalizeBrief(t, testrig.MustJSON(t, rs.Brief)), "%s: the workflow's brief", where)
+		patches := r.FilePatches(c.id)
+		require.NotEmpty(t, patches, where)
 		requireSettled(t, where, patches[len(patches)-1], c, rs)
 	}
 
@@ -205,7 +174,7 @@ func TestFinalBriefTellsTheTruthFileSink(t *testing.T) {
 	require.True(t, strings.HasSuffix(die, "(exit code 3)"), die)
 	require.NotContains(t, die, `"seq"`)
 	require.NotContains(t, die, "last output")
-	blocker, _ := r.fileStatus("TR-DIE")["blocker"].(map[string]any)
+	blocker, _ := r.FileStatus("TR-DIE")["blocker"].(map[string]any)
 	require.Equal(t, die, blocker["reason"])
 	for _, c := range truthCases() {
 		require.NotContains(t, res[c.id].Outcome.LastError, `"seq"`, c.id)
@@ -217,29 +186,22 @@ func TestFinalBriefTellsTheTruthFileSink(t *testing.T) {
 // The same against a server that holds karvi's rules: karvi's copy of the
 // brief ends where the conductor's state.json says.
 func TestFinalBriefTellsTheTruthKarvi(t *testing.T) {
-	k := startKarvi(t)
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
 	for _, c := range truthCases() {
-		require.NoError(t, k.AddTask(karvifake.Task{ID: c.id, Status: "dispatched", BriefPath: true,
+		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: c.id, Status: "dispatched", BriefPath: true,
 			Brief: json.RawMessage(`{"meta":{"boardType":"brief"},"log":[]}`)}))
 	}
-	r := newRig(t, rigOptions{sink: "karvi", karviURL: k.URL(), env: []string{"KARVI_API_TOKEN=" + karviToken}})
 	res := runTruthCases(t, r)
 	for _, c := range truthCases() {
 		rs := res[c.id]
 		where := c.id + " karvi"
-		brief := normalize(k.Brief(c.id)).(map[string]any)
-		requireBriefTellsTheTruth(t, where, brief, conductorState(t, r, c.id, rs.PlanName))
+		requireBriefTellsTheTruth(t, where, r.KarviBrief(c.id), conductorState(t, r, c.id, rs.PlanName))
+		patches := r.KarviPatches(c.id)
+		require.NotEmpty(t, patches, where)
 		var last map[string]any
-		for _, w := range k.Writes(c.id) {
-			if strings.HasPrefix(w.Path, "/api/brief/") {
-				last = nil
-				require.NoError(t, json.Unmarshal(w.Body, &last))
-			}
-		}
+		require.NoError(t, json.Unmarshal(patches[len(patches)-1], &last), where)
 		requireSettled(t, where, last, c, rs)
-		task, ok := k.Task(c.id)
-		require.True(t, ok)
-		require.Equal(t, "blocked", task.Status, where)
+		require.Equal(t, "blocked", r.KarviStatus(c.id), where)
 	}
 }
 
@@ -247,17 +209,24 @@ func TestFinalBriefTellsTheTruthKarvi(t *testing.T) {
 // that name the phase under way while the task runs and end as the table of
 // every phase with how the task ended; activities say what they did.
 func TestWebUIDetailsTellTheStory(t *testing.T) {
-	r := newRig(t, rigOptions{})
+	r := testrig.New(t, testrig.Options{})
 	const id = "TR-UI"
-	r.workspace(id)
-	d := dispatch(t, id, "Show the story in the Web UI.\nSecond line. "+seedCosts+" [sim phase=test hang=forever]")
-	run := startWithSummary(t, r, d)
-	r.waitFor(id, "phase test running, task in progress", func(s workflows.Status) bool {
-		return s.CurrentPhase == "test" && s.Stage == workflows.StageRunning && s.TaskStatus == mapping.TaskInProgress
+	r.Workspace(id)
+	d := testrig.Dispatch(t, id, "Show the story in the Web UI.\nSecond line. "+testrig.ExampleCosts+" [sim phase=test hang=forever]")
+	// The details change at the workflow's checkpoints (every 5 s by
+	// default); checkpointing every 200 ms only spares the test that wait.
+	run := r.StartAsStarter(workflows.TaskInput{Dispatch: d,
+		Tuning: &workflows.Tuning{CheckpointEvery: 200 * time.Millisecond}})
+	running := r.WaitDetails(id, "phase test under way", func(s string) bool {
+		return strings.Contains(s, "current phase **test**")
 	})
-	ctx := context.Background()
+	st, err := r.Status(id)
+	require.NoError(t, err)
+	require.Equal(t, "test", st.CurrentPhase)
+	require.Equal(t, workflows.StageRunning, st.Stage)
+	require.Equal(t, mapping.TaskInProgress, st.TaskStatus)
 
-	desc, err := r.cl.DescribeWorkflow(ctx, workflows.WorkflowID(id), "")
+	desc, err := r.Client.DescribeWorkflow(t.Context(), workflows.WorkflowID(id), "")
 	require.NoError(t, err)
 	summary, err := desc.GetStaticSummary()
 	require.NoError(t, err)
@@ -266,18 +235,16 @@ func TestWebUIDetailsTellTheStory(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, staticDetails, "Second line.")
 
-	running := currentDetails(t, r, id)
-	require.Contains(t, running, "current phase **test**")
 	require.Contains(t, running, "| implement | passed | 1 |")
 	require.Contains(t, running, "| **test** | running | 1 |")
 	require.Contains(t, running, "| docs | pending |")
 	require.Contains(t, running, "task in_progress")
 
-	require.NoError(t, r.cl.SignalWorkflow(ctx, workflows.WorkflowID(id), "", workflows.SignalAbort, workflows.AbortSignal{}))
-	res := r.result(run)
+	require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{}))
+	res := r.Result(run)
 	require.Equal(t, mapping.MsgUserAbort, res.Outcome.LastError)
 
-	ended := currentDetails(t, r, id)
+	ended := r.CurrentDetails(id)
 	require.Contains(t, ended, "attempt 1 · ended · task blocked")
 	require.Contains(t, ended, "| implement | passed | 1 |")
 	require.Contains(t, ended, "| test | failed | 1 |  |  | Plan aborted by user |")
@@ -285,81 +252,47 @@ func TestWebUIDetailsTellTheStory(t *testing.T) {
 	require.Contains(t, ended, "**blocked**: Plan aborted by user")
 	require.NotContains(t, ended, "running")
 
-	// Each activity in the history carries a summary of what it did.
-	h := history(t, r, id)
-	summaries := activitySummaries(t, h)
-	require.Contains(t, summaries, "plan attempt 1 of task TR-UI")
-	require.Contains(t, summaries, "start conductor "+res.PlanName)
-	require.Contains(t, summaries, "status in_progress")
+	// Each activity in the history carries a summary of what it did: one
+	// starts the attempt, the delivering tail carries the events to the
+	// sink, and the workflow itself sends only the settling patch and the
+	// final status.
+	h := r.History(id)
+	summaries := testrig.ActivitySummaries(t, h)
+	require.Contains(t, summaries, "start attempt 1 of task TR-UI")
 	require.Contains(t, summaries, "status blocked: Plan aborted by user")
 	require.Contains(t, summaries, "1 patch (settle), log 5 entries")
-	var tails int
+	var delivers, stops int
 	for _, s := range summaries {
-		if strings.HasPrefix(s, "tail "+res.PlanName+" from byte ") {
-			tails++
+		switch {
+		case strings.HasPrefix(s, "deliver "+res.PlanName+" from byte "):
+			delivers++
+		case strings.HasPrefix(s, "stop conductor "+res.PlanName+" (process group "):
+			stops++
 		}
 	}
-	require.Positive(t, tails, "tail summaries in %q", summaries)
+	require.Positive(t, delivers, "deliver summaries in %q", summaries)
+	require.Equal(t, 1, stops, "stop summaries in %q", summaries)
+	types := testrig.ActivityTypes(h)
+	require.Equal(t, 1, types["StartAttempt"], "activities %v", types)
+	require.Equal(t, delivers, types["DeliverEvents"], "activities %v", types)
+	for _, old := range []string{"PreparePlan", "StartConductor", "TailEvents"} {
+		require.Zero(t, types[old], "%s in a new workflow: activities %v", old, types)
+	}
 
-	// This history has the settling patch: it replays on the current code.
-	// TRUTH_WRITE_HISTORY=1 keeps it with the recorded histories.
+	// This history has the settling patch: it replays on the current code,
+	// from memory and through the SDK's JSON history format that
+	// workflows/replay_test.go reads. TRUTH_WRITE_HISTORY=1 keeps it with
+	// the recorded histories, beside settle-abort.json (the same story on
+	// the earlier, per-event path), which it must not replace.
+	require.NoError(t, testrig.Replay(h), "replay from memory")
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "settle-abort-deliver.json")
+	if os.Getenv("TRUTH_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "testdata", "histories", "settle-abort-deliver.json")
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
 	rep := worker.NewWorkflowReplayer()
 	workflows.Register(rep)
-	require.NoError(t, rep.ReplayWorkflowHistory(nil, h))
-	if os.Getenv("TRUTH_WRITE_HISTORY") == "1" {
-		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
-		require.NoError(t, err)
-		path := filepath.Join("..", "workflows", "testdata", "histories", "settle-abort.json")
-		require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
-	}
-}
-
-// currentDetails asks the workflow for its metadata, as the Web UI does.
-func currentDetails(t *testing.T, r *rig, taskID string) string {
-	t.Helper()
-	v, err := r.cl.QueryWorkflow(context.Background(), workflows.WorkflowID(taskID), "", "__temporal_workflow_metadata")
-	require.NoError(t, err)
-	var md sdkpb.WorkflowMetadata
-	require.NoError(t, v.Get(&md))
-	return md.GetCurrentDetails()
-}
-
-func history(t *testing.T, r *rig, taskID string) *historypb.History {
-	t.Helper()
-	it := r.cl.GetWorkflowHistory(context.Background(), workflows.WorkflowID(taskID), "", false,
-		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		h.Events = append(h.Events, ev)
-	}
-	return h
-}
-
-// activitySummaries are the summaries of the activities and local
-// activities (markers) in a history, in order.
-func activitySummaries(t *testing.T, h *historypb.History) []string {
-	t.Helper()
-	var out []string
-	for _, ev := range h.Events {
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, enumspb.EVENT_TYPE_MARKER_RECORDED:
-		default:
-			continue
-		}
-		p := ev.GetUserMetadata().GetSummary()
-		if p == nil {
-			continue
-		}
-		out = append(out, payloadString(t, p))
-	}
-	return out
-}
-
-func payloadString(t *testing.T, p *commonpb.Payload) string {
-	t.Helper()
-	var s string
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &s))
-	return s
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
