@@ -17,6 +17,7 @@ type config struct {
 	stopGrace                      time.Duration
 	tailLinger, tailPoll           time.Duration
 	registerSearchAttrs            bool
+	maxActivities                  int
 	codecAddr                      string
 	pprofAddr                      string
 }
@@ -35,6 +36,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"stop-grace", "KARVI_EDDA_STOP_GRACE"},
 	{"tail-linger", "KARVI_EDDA_TAIL_LINGER"},
 	{"tail-poll", "KARVI_EDDA_TAIL_POLL"},
+	{"max-activities", "KARVI_EDDA_MAX_ACTIVITIES"},
 	{"register-search-attributes", "KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES"},
 	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
 	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
@@ -65,8 +67,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.sinkDir, "sink-dir", ".run/briefs", "directory of the file sink")
 	fs.StringVar(&c.karviURL, "karvi-url", "http://localhost:3461", "karvi base URL for the karvi sink; the token comes only from KARVI_API_TOKEN")
 	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
-	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "how long the tail keeps collecting after the first new line, to batch bursts (a conductor writes phase_passed and the next phase_start 0.2-3 ms apart; every event waits this long)")
+	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "workflows started by an earlier version only: how long their tail keeps collecting after the first new line, to batch bursts")
 	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
+	fs.IntVar(&c.maxActivities, "max-activities", 5000, "activities this worker runs at once; every running task holds one (its delivering tail), so this bounds the tasks one worker carries")
 	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")

@@ -26,6 +26,7 @@ func TestDefaults(t *testing.T) {
 		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
 		karviURL: "http://localhost:3461", stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
+		maxActivities: 5000,
 	}, c)
 }
 
@@ -42,6 +43,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_STOP_GRACE":                 "3s",
 		"KARVI_EDDA_TAIL_LINGER":                "1ms",
 		"KARVI_EDDA_TAIL_POLL":                  "2s",
+		"KARVI_EDDA_MAX_ACTIVITIES":             "700",
 		"KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES": "false",
 		"KARVI_EDDA_CODEC_ADDR":                 "127.0.0.1:1",
 		"KARVI_EDDA_PPROF_ADDR":                 "127.0.0.1:2",
@@ -52,7 +54,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
 		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1",
 		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
-		registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
+		maxActivities: 700, registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -61,7 +63,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	c, err = parseFlags([]string{
 		"-work-root", "/flag/work", "-conductor", "/flag/edda", "-templates", "/flag/templates",
 		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1",
-		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s",
+		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s", "-max-activities", "900",
 		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
@@ -72,7 +74,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
 		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1",
 		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
-		registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
+		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
 	}, c)
 }
 

@@ -100,7 +100,7 @@ func run(c config) error {
 		defer shutdown()
 	}
 
-	w := worker.New(cl, conn.TaskQueue, worker.Options{})
+	w := worker.New(cl, conn.TaskQueue, worker.Options{MaxConcurrentActivityExecutionSize: c.maxActivities})
 	workflows.Register(w)
 	w.RegisterActivity(&activities.Activities{
 		Config: activities.Config{
