@@ -79,15 +79,28 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	c := &Client{
 		BaseURL: strings.TrimRight(u.String(), "/"),
 		Token:   token,
-		HTTP:    &http.Client{Timeout: DefaultTimeout},
+		HTTP:    newHTTPClient(),
 	}
 	for _, o := range opts {
 		o(c)
 	}
 	if c.HTTP == nil {
-		c.HTTP = &http.Client{Timeout: DefaultTimeout}
+		c.HTTP = newHTTPClient()
 	}
 	return c, nil
+}
+
+// idleConnsPerHost keeps connections to karvi open for reuse. Every running
+// task PATCHes its brief as its events come, so one worker talks to karvi
+// from hundreds of goroutines at once; Go's default of 2 idle connections
+// per host would open and close a connection for nearly every PATCH.
+const idleConnsPerHost = 256
+
+func newHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idleConnsPerHost
+	t.MaxIdleConns = idleConnsPerHost
+	return &http.Client{Timeout: DefaultTimeout, Transport: t}
 }
 
 // String keeps the token out of %v and %+v output.

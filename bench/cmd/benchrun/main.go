@@ -31,7 +31,7 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
-var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss"}
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity"}
 
 type step struct {
 	name string
@@ -144,6 +144,7 @@ func run() error {
 		{true, []step{{"tuned", e.tunedLatency}}},
 		{false, []step{{"cost", e.cost}, {"throughput", e.throughput}, {"tasks", e.tasksPerMinute}}},
 		{false, []step{{"rss", e.rss}}},
+		{false, []step{{"capacity", e.capacity}}},
 	}
 	for _, g := range groups {
 		var steps []step

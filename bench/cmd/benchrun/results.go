@@ -23,6 +23,7 @@ type Results struct {
 	Throughput []ThroughputResult `json:"throughput"`
 	Tasks      []TasksResult      `json:"tasks"`
 	RSS        []RSSResult        `json:"rss"`
+	Capacity   []CapacityLevel    `json:"capacity"`
 }
 
 // GoBenchResult is one BenchmarkParseReduce sub-benchmark.
@@ -160,7 +161,14 @@ func (r *Results) Markdown() string {
 			l.P50RatioDirect, l.P99RatioDirect, l.P50RatioPoll)
 		p("CPU (cores, median over runs): worker %.2f, server %.2f, harness+fakes+loops %.2f. History per task: %d events, %d bytes.",
 			l.CPU.Worker, l.CPU.Server, l.CPU.Bench, l.History.Events, l.History.Bytes)
+		if n := l.ByContender[temporalC]; n != nil && n.Median.N > 0 {
+			p("Server CPU per conductor event: %.2f ms; worker: %.2f ms.",
+				l.CPU.Server*l.CPU.Seconds*1000/float64(n.Median.N), l.CPU.Worker*l.CPU.Seconds*1000/float64(n.Median.N))
+		}
 		st := l.Stages
+		if st.Events == 0 {
+			continue // the tail delivers: no event waits for the workflow
+		}
 		p("")
 		p("Where this project's latency goes (%d events; %d written while no poll was running), ms p50 / p99:", st.Events, st.BetweenPolls)
 		p("write -> tail activity completed %.1f / %.1f; -> workflow task started %.1f / %.1f; -> PATCH received %.1f / %.1f.",
@@ -224,6 +232,19 @@ func (r *Results) Markdown() string {
 		p("|---:|---:|---:|---:|---:|---:|")
 		for _, s := range r.RSS {
 			p("| %d | %.1f | %.1f | %d | %.2f | %.2f |", s.Running, s.RSSMB, s.MaxMB, s.Goroutines, s.IdleCPU.Worker, s.IdleCPU.Server)
+		}
+	}
+	if len(r.Capacity) > 0 {
+		p("")
+		p("## Capacity: tasks at once on one worker, one dev server and the simulators (default dev server)")
+		p("")
+		p("Each task: %s. Stepped until p99 passes 1 s, a task fails, or the last level.", capacityPlan)
+		p("")
+		p("| tasks | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | server ms/event | worker ms/event | error |")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, c := range r.Capacity {
+			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
+				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPU.Worker, c.CPU.Server, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
 		}
 	}
 	return b.String()
