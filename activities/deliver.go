@@ -64,16 +64,9 @@ type DeliverResult struct {
 	// SinkProblem is a refusal no retry can fix (karvi has no brief for
 	// the task): the events were reduced but not delivered.
 	SinkProblem string `json:"sinkProblem,omitempty"`
-	// Exited: the conductor is gone and its log was read to the end; the
-	// fields below are what it left.
-	Exited     bool                    `json:"exited,omitempty"`
-	ExitCode   int                     `json:"exitCode,omitempty"`
-	State      *mapping.ConductorState `json:"state,omitempty"`
-	StateError string                  `json:"stateError,omitempty"`
-	// Stderr and LogTail are the ends of the conductor's standard error and
-	// output (redacted, event lines left out), as for TailResult.
-	Stderr  string `json:"stderr,omitempty"`
-	LogTail string `json:"logTail,omitempty"`
+	// ConductorEnd is set once the conductor is gone and its log was
+	// delivered to the end.
+	ConductorEnd
 }
 
 const (
@@ -222,11 +215,7 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 			return nil
 		}
 	}
-	d.res.Exited = true
-	d.res.ExitCode = exitCode
-	d.res.State, d.res.StateError = readState(d.req.Plan.StatePath, d.explain)
-	d.res.Stderr = readLogTail(d.req.Handle.StderrPath)
-	d.res.LogTail = readLogTail(d.req.Handle.LogPath)
+	d.res.ConductorEnd = endOf(d.req.Plan, d.req.Handle, exitCode, d.explain)
 	return nil
 }
 

@@ -59,7 +59,12 @@ type TailResult struct {
 	MalformedSample string `json:"malformedSample,omitempty"`
 	Truncated       bool   `json:"truncated,omitempty"`
 	Missing         bool   `json:"missing,omitempty"`
+	ConductorEnd
+}
 
+// ConductorEnd is what a conductor that is gone left behind. When Exited
+// is set its log has been read to the end.
+type ConductorEnd struct {
 	Exited   bool `json:"exited,omitempty"`
 	ExitCode int  `json:"exitCode,omitempty"`
 	// State is the conductor's state.json once it has exited; StateError says
@@ -72,6 +77,21 @@ type TailResult struct {
 	// (a crash, budget, max turns) are explained.
 	Stderr  string `json:"stderr,omitempty"`
 	LogTail string `json:"logTail,omitempty"`
+}
+
+// endOf reads what a gone conductor left: its state and its last output.
+func endOf(plan PlanInfo, h ConductorHandle, exitCode int, explain explainFunc) ConductorEnd {
+	e := ConductorEnd{Exited: true, ExitCode: exitCode}
+	e.State, e.StateError = readState(plan.StatePath, explain)
+	e.Stderr = readLogTail(h.StderrPath)
+	e.LogTail = readLogTail(h.LogPath)
+	return e
+}
+
+// Exit is the end as the outcome rules read it.
+func (e ConductorEnd) Exit() mapping.ConductorExit {
+	return mapping.ConductorExit{ExitCode: e.ExitCode, State: e.State, StateError: e.StateError,
+		Stderr: e.Stderr, Output: e.LogTail}
 }
 
 // TailEvents long-polls the event log from the cursor. It returns as soon as
@@ -136,11 +156,7 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 		// so the workflow keeps draining before it decides the outcome.
 		return res, nil
 	}
-	res.Exited = true
-	res.ExitCode = st.ExitCode
-	res.State, res.StateError = readState(req.Plan.StatePath, explain)
-	res.Stderr = readLogTail(req.Handle.StderrPath)
-	res.LogTail = readLogTail(req.Handle.LogPath)
+	res.ConductorEnd = endOf(req.Plan, req.Handle, st.ExitCode, explain)
 	return res, nil
 }
 

@@ -86,10 +86,7 @@ func (r *taskRun) deliver() error {
 		return nil
 	}
 	if res.Exited {
-		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError,
-			Stderr: res.Stderr, Output: res.LogTail,
-		}, a.Brief, a.Plan.Summary))
+		r.decide(mapping.ExitOutcome(res.Exit(), a.Brief, a.Plan.Summary))
 		return nil
 	}
 	return r.stopIfSilent()

@@ -95,10 +95,7 @@ func (r *taskRun) tail() error {
 		return nil
 	}
 	if res.Exited {
-		r.decide(mapping.ExitOutcome(mapping.ConductorExit{
-			ExitCode: res.ExitCode, State: res.State, StateError: res.StateError,
-			Stderr: res.Stderr, Output: res.LogTail,
-		}, a.Brief, a.Plan.Summary))
+		r.decide(mapping.ExitOutcome(res.Exit(), a.Brief, a.Plan.Summary))
 		return nil
 	}
 	return r.stopIfSilent()

@@ -164,8 +164,7 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			if err != nil {
 				return activities.DeliverResult{}, err
 			}
-			res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, Exited: tr.Exited,
-				ExitCode: tr.ExitCode, State: tr.State, StateError: tr.StateError}
+			res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd}
 			st := req.Brief.Clone()
 			var enc mapping.BriefEncoder
 			status := req.TaskStatus
