@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/mapping"
@@ -14,8 +16,12 @@ type StartAttemptRequest struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
 	Attempt  int                  `json:"attempt"`
 	// Base carries the dispatch's plan id and the workflow's time for the
-	// status write.
+	// status writes.
 	Base TaskStatusUpdate `json:"base"`
+	// MaxWait and CheckpointEvery bound the first delivery, which follows
+	// the conductor from its first line (see DeliverRequest).
+	MaxWait         time.Duration `json:"maxWait,omitempty"`
+	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
 }
 
 // StartAttemptResult is what the workflow keeps of a started attempt.
@@ -28,14 +34,24 @@ type StartAttemptResult struct {
 	// SinkProblem is the sink's refusal of the skeleton (no brief for the
 	// task): the attempt goes on, the brief stays queryable.
 	SinkProblem string `json:"sinkProblem,omitempty"`
+	// Delivery is the first checkpoint of the attempt's delivery, which
+	// began with the skeleton; nil from a worker that did not deliver.
+	Delivery *DeliverResult `json:"delivery,omitempty"`
 }
 
 // StartAttempt does the steps that begin an attempt, in order: plan.yaml
 // on disk, the brief's skeleton, the task dispatched, the conductor
-// spawned. Each step is idempotent, and none of them can race the
-// attempt's event delivery, which starts only after this returns: a retry
-// after a crash redoes them all and re-attaches to the conductor already
-// running. One activity instead of four keeps the task's history short.
+// spawned; then it delivers the conductor's events from its first line
+// until the first checkpoint. Beginning delivery here, not in a later
+// activity, means the first events are not held back while the workflow
+// schedules one. One activity instead of five keeps history short.
+//
+// A retry after a crash redoes the idempotent steps and re-attaches to the
+// conductor already running, but sends nothing the sink already has: when
+// the sink's brief shows the skeleton or a later state of this attempt,
+// the skeleton is not sent again (it would take the brief back to empty),
+// nor the dispatched status once events were delivered (karvi may already
+// say in_progress), and delivery resumes after the last patch it shows.
 func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) (StartAttemptResult, error) {
 	stopBeat := heartbeat(ctx, heartbeatEvery)
 	defer stopBeat()
@@ -45,23 +61,39 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	}
 	res := StartAttemptResult{Plan: info}
 	taskID := req.Dispatch.TaskID
-	d := &delivery{a: a, req: DeliverRequest{TaskID: taskID}}
-	brief := mapping.NewBriefState(taskID, info.Summary)
-	var enc mapping.BriefEncoder
-	err = d.retry(ctx, func() error { return a.Sink.PatchBrief(ctx, taskID, enc.Init(&brief).Body) })
-	var appErr *temporal.ApplicationError
-	switch {
-	case errors.As(err, &appErr) && appErr.NonRetryable():
-		res.SinkProblem = err.Error()
-	case err != nil:
-		return StartAttemptResult{}, err
+	base := req.Base
+	base.PlanName = info.Summary.Name
+	skeleton := mapping.NewBriefState(taskID, info.Summary)
+	d := &delivery{
+		a: a, explain: a.explainer(info.PlanPath), brief: skeleton.Clone(),
+		req: DeliverRequest{TaskID: taskID, Plan: info, TaskStatus: mapping.TaskDispatched, Base: base,
+			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery},
 	}
-	u := req.Base
-	u.Status, u.DispatchState, u.PlanName = mapping.TaskDispatched, mapping.DispatchStateFor(mapping.PlanPending), info.Summary.Name
-	if err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) }); err != nil {
-		return StartAttemptResult{}, err
+	sendSkeleton, sendStatus := true, true
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
+		n, matched, err := d.delivered(ctx)
+		if err != nil {
+			return StartAttemptResult{}, err
+		}
+		if matched {
+			sendSkeleton, sendStatus, d.skip = false, n == 0, n
+		}
+	}
+	if sendSkeleton {
+		if err := d.patch(ctx, d.enc.Init(&d.brief)); err != nil {
+			return StartAttemptResult{}, err
+		}
+		res.SinkProblem = d.res.SinkProblem
+	}
+	if sendStatus {
+		u := base
+		u.Status, u.DispatchState = mapping.TaskDispatched, mapping.DispatchStateFor(mapping.PlanPending)
+		if err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) }); err != nil {
+			return StartAttemptResult{}, err
+		}
 	}
 	h, err := a.StartConductor(ctx, StartRequest{Plan: info})
+	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ErrConductorStart {
 		res.StartError = appErr.Message()
 		return res, nil
@@ -70,5 +102,11 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		return StartAttemptResult{}, err
 	}
 	res.Conductor = &h
+	d.req.Handle = h
+	if err := d.run(ctx); err != nil {
+		return StartAttemptResult{}, err
+	}
+	d.res.Brief = d.brief
+	res.Delivery = &d.res
 	return res, nil
 }

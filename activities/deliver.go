@@ -330,26 +330,46 @@ func (d *delivery) retry(ctx context.Context, write func() error) error {
 }
 
 // skipDelivered finds how many patches past the checkpoint the sink already
-// holds: it reduces the log ahead on a copy of the brief and looks for the
-// state the sink's brief shows (every patch carries the whole log, so at
-// most one state matches). When none matches, the sink holds something
-// else (another writer, or a lost skeleton) and delivery sends again from
-// the checkpoint, which converges to the same brief.
+// holds (see delivered) and skips them. When nothing matches, the sink
+// holds something else (another writer, or a lost skeleton) and delivery
+// sends again from the checkpoint, which converges to the same brief.
 func (d *delivery) skipDelivered(ctx context.Context) error {
+	n, matched, err := d.delivered(ctx)
+	if err != nil {
+		return err
+	}
+	if !matched {
+		activity.GetLogger(ctx).Warn("the sink's brief matches no state since the checkpoint; delivering again from it",
+			"task", d.req.TaskID)
+		return nil
+	}
+	d.skip = n
+	return nil
+}
+
+// delivered reads the sink's brief and finds which state it shows: the
+// checkpoint's own (0), or the one after the nth patch past it, reducing
+// the log ahead on a copy of the brief. Every patch carries the whole log,
+// so at most one state matches. matched is false when the sink has no
+// brief or one that matches none of them.
+func (d *delivery) delivered(ctx context.Context) (n int, matched bool, err error) {
 	held, err := d.a.Sink.CurrentBrief(ctx, d.req.TaskID)
 	if err != nil {
-		return sinkError("read the brief of task "+d.req.TaskID, err)
+		return 0, false, sinkError("read the brief of task "+d.req.TaskID, err)
 	}
-	if held == nil || mapping.SinkHolds(held, &d.brief.Brief) {
-		return nil
+	if held == nil {
+		return 0, false, nil
+	}
+	if mapping.SinkHolds(held, &d.brief.Brief) {
+		return 0, true, nil
 	}
 	probe := d.brief.Clone()
 	next := d.res.Next
-	n, found := 0, -1
+	found := -1
 	for read := 0; read < maxResumeBytes; {
 		batch, err := tailer.ReadFrom(d.req.Plan.EventsPath, next.tailer(), maxBatchBytes)
 		if err != nil {
-			return fmt.Errorf("read ahead in %s: %w", d.req.Plan.EventsPath, err)
+			return 0, false, fmt.Errorf("read ahead in %s: %w", d.req.Plan.EventsPath, err)
 		}
 		if len(batch.Lines) == 0 {
 			break
@@ -369,10 +389,7 @@ func (d *delivery) skipDelivered(ctx context.Context) error {
 		next = cursorOf(batch.Next)
 	}
 	if found < 0 {
-		activity.GetLogger(ctx).Warn("the sink's brief matches no state since the checkpoint; delivering again from it",
-			"task", d.req.TaskID, "events ahead", n)
-		return nil
+		return 0, false, nil
 	}
-	d.skip = found
-	return nil
+	return found, true, nil
 }

@@ -16,14 +16,22 @@ import (
 // cursor and the brief. Between checkpoints the workflow's history does not
 // grow: a 3-phase task costs a handful of activities, not one per event.
 
-// startAttempt writes the plan, the skeleton and the dispatched status and
-// starts the conductor, in one activity.
+// startAttempt writes the plan, the skeleton and the dispatched status,
+// starts the conductor and delivers its events up to a first checkpoint,
+// in one activity. That first checkpoint comes soon (firstCheckpoint), so
+// the workflow learns of the first phase promptly and a signal that came
+// meanwhile waits at most that long.
 func (r *taskRun) startAttempt() error {
 	a := &r.st.Current
 	var res activities.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
-	err := workflow.ExecuteActivity(attemptOptions(r.ctx, summary), acts.StartAttempt, activities.StartAttemptRequest{
-		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(),
+	wait := r.pollWait()
+	every := firstCheckpoint
+	if c := r.st.Tuning.checkpointEvery(); c > 0 && c < every {
+		every = c
+	}
+	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
+		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
 	}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
@@ -35,8 +43,9 @@ func (r *taskRun) startAttempt() error {
 	r.st.TaskStatus = mapping.TaskDispatched
 	if res.SinkProblem != "" {
 		r.st.SinkProblem = res.SinkProblem
-	} else {
-		r.st.Counts.PatchesSent++
+	}
+	if res.Delivery == nil && res.SinkProblem == "" {
+		r.st.Counts.PatchesSent++ // the skeleton, from a worker that did not deliver
 	}
 	if res.Conductor == nil {
 		r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+res.StartError))
@@ -45,9 +54,17 @@ func (r *taskRun) startAttempt() error {
 	}
 	a.Conductor = res.Conductor
 	a.Stage = StageRunning
-	r.upsertSearch()
-	return nil
+	if res.Delivery == nil {
+		r.upsertSearch()
+		return nil
+	}
+	r.st.Polls++
+	r.checkpoint(*res.Delivery)
+	return r.afterCheckpoint(*res.Delivery)
 }
+
+// firstCheckpoint bounds an attempt's first delivery.
+const firstCheckpoint = time.Second
 
 // deliver runs the delivering tail until its next checkpoint. A signal
 // does not cancel it: the conductor is stopped instead, and the tail, which
@@ -81,6 +98,14 @@ func (r *taskRun) deliver() error {
 		// a completion that came first; a redispatch starts anew.
 		return nil
 	}
+	return r.afterCheckpoint(res)
+}
+
+// afterCheckpoint decides what a checkpoint means for the attempt: a
+// terminal event or the conductor's exit ends it; a conductor silent past
+// its plan's timeout is stopped.
+func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
+	a := &r.st.Current
 	if a.Outcome != nil {
 		a.Stage = StageFinish
 		return nil

@@ -121,18 +121,19 @@ func abortOptions(ctx workflow.Context, summary string) workflow.Context {
 }
 
 // attemptOptions: starting an attempt writes the plan, the brief skeleton
-// and the dispatched status, then spawns the conductor; every step is
-// idempotent. It waits out a sink outage (heartbeating meanwhile), so its
-// limit is long, and a dead worker is noticed by the heartbeat.
-func attemptOptions(ctx workflow.Context, summary string) workflow.Context {
+// and the dispatched status, spawns the conductor, then delivers like
+// deliverOptions up to a first checkpoint; every step is idempotent and a
+// retry skips what the sink already has. A bad dispatch or a status karvi
+// refuses is final.
+func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
-		StartToCloseTimeout: 10 * time.Minute,
+		StartToCloseTimeout: wait + 30*time.Minute,
 		HeartbeatTimeout:    5 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
+			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
+			MaximumInterval:        10 * time.Second,
 			NonRetryableErrorTypes: []string{activities.ErrInvalidDispatch, activities.ErrSinkRejected},
 		},
 	})

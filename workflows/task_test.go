@@ -156,40 +156,55 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			f.status(u)
 			h := f.start()
 			res.Conductor = &h
+			d, err := f.deliver(ctx, activities.DeliverRequest{TaskID: req.Dispatch.TaskID, Plan: info, Handle: h,
+				Brief: brief, TaskStatus: mapping.TaskDispatched, Base: u, MaxWait: req.MaxWait})
+			if err != nil {
+				return activities.StartAttemptResult{}, err
+			}
+			if res.SinkProblem == "" {
+				d.Patches++ // the skeleton
+			}
+			res.Delivery = &d
 			return res, nil
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
 		func(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
-			tr, err := f.tail(ctx, activities.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
-			if err != nil {
-				return activities.DeliverResult{}, err
-			}
-			res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd}
-			st := req.Brief.Clone()
-			var enc mapping.BriefEncoder
-			status := req.TaskStatus
-			for _, ev := range tr.Events {
-				res.Events++
-				if c, ok := st.Reduce(ev); ok {
-					if err := f.send(enc.Patch(&st, c)); err != nil {
-						res.SinkProblem = err.Error()
-					} else {
-						res.Patches++
-					}
-				}
-				if ev.Type == mapping.EventPhaseStart && status != mapping.TaskInProgress && res.Outcome == nil {
-					u := req.Base
-					u.Status = mapping.TaskInProgress
-					f.status(u)
-					status, res.TaskStatus = u.Status, u.Status
-				}
-				if o, ok := mapping.OutcomeFromEvent(ev, st); ok && res.Outcome == nil {
-					res.Outcome = &o
-				}
-			}
-			res.Brief = st
-			return res, nil
+			return f.deliver(ctx, req)
 		})
+}
+
+// deliver is DeliverEvents on the recorded log: a poll whose events are
+// reduced and sent as the real one does.
+func (f *fakeConductor) deliver(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+	tr, err := f.tail(ctx, activities.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
+	if err != nil {
+		return activities.DeliverResult{}, err
+	}
+	res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd}
+	st := req.Brief.Clone()
+	var enc mapping.BriefEncoder
+	status := req.TaskStatus
+	for _, ev := range tr.Events {
+		res.Events++
+		if c, ok := st.Reduce(ev); ok {
+			if err := f.send(enc.Patch(&st, c)); err != nil {
+				res.SinkProblem = err.Error()
+			} else {
+				res.Patches++
+			}
+		}
+		if ev.Type == mapping.EventPhaseStart && status != mapping.TaskInProgress && res.Outcome == nil {
+			u := req.Base
+			u.Status = mapping.TaskInProgress
+			f.status(u)
+			status, res.TaskStatus = u.Status, u.Status
+		}
+		if o, ok := mapping.OutcomeFromEvent(ev, st); ok && res.Outcome == nil {
+			res.Outcome = &o
+		}
+	}
+	res.Brief = st
+	return res, nil
 }
 
 func (f *fakeConductor) send(p mapping.Patch) error {
