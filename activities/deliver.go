@@ -71,6 +71,10 @@ type DeliverResult struct {
 
 const (
 	defaultCheckpointEvery = 5 * time.Second
+	// checkpointQuiet is how long the log must stay quiet after a line for
+	// a due checkpoint to be taken: a burst (phase_passed and the next
+	// phase_start come within a few ms) is delivered whole first.
+	checkpointQuiet = 100 * time.Millisecond
 	// maxResumeBytes bounds how much of the log a resumed delivery reads
 	// ahead to find what the sink already has.
 	maxResumeBytes = 16 << 20
@@ -140,22 +144,21 @@ func (d *delivery) run(ctx context.Context) error {
 	if every <= 0 {
 		every = defaultCheckpointEvery
 	}
-	began := time.Now()
+	cp := newCheckpointClock(time.Now(), every, d.req.MaxWait)
 	for {
 		var batch tailer.Batch
 		var err error
 		if w != nil {
-			limit := d.req.MaxWait
-			if d.res.Events > 0 {
-				limit = every
-			}
-			wait := limit - time.Since(began)
+			wait := cp.wait(time.Now(), d.res.Events > 0)
 			if wait <= 0 {
 				return nil // checkpoint
 			}
 			batch, err = w.Wait(ctx, d.res.Next.tailer(), tailer.WaitOptions{
 				MaxWait: wait, Poll: d.a.Config.TailPoll, MaxBytes: maxBatchBytes, Stop: exited,
 			})
+			if len(batch.Lines) > 0 {
+				cp.line(time.Now())
+			}
 		} else {
 			batch, err = tailer.ReadFrom(path, d.res.Next.tailer(), maxBatchBytes)
 		}
@@ -187,6 +190,47 @@ func (d *delivery) run(ctx context.Context) error {
 		}
 		return d.drain(ctx, st.ExitCode)
 	}
+}
+
+// checkpointClock decides when a delivery reports back. Between two
+// deliveries no activity reads the log, so an event written in that gap
+// waits for the workflow to schedule the next one (tens to hundreds of ms
+// under load). Agents write in bursts with seconds between them, so a due
+// checkpoint waits for the next burst, delivers it, and is taken once the
+// log has been quiet for checkpointQuiet: the gap then falls where no
+// event is likely. A conductor that stays silent, or never stops writing,
+// still reports after twice the interval.
+type checkpointClock struct {
+	began, due, hard time.Time
+	maxWait          time.Duration
+	lastLine         time.Time
+}
+
+func newCheckpointClock(now time.Time, every, maxWait time.Duration) *checkpointClock {
+	return &checkpointClock{began: now, due: now.Add(every), hard: now.Add(2 * every), maxWait: maxWait}
+}
+
+// line notes that lines were delivered at now.
+func (c *checkpointClock) line(now time.Time) { c.lastLine = now }
+
+// wait is how long to wait for more lines before the checkpoint; zero or
+// less means take it now. Without progress to report, only MaxWait (the
+// workflow's silence check) bounds the call.
+func (c *checkpointClock) wait(now time.Time, progress bool) time.Duration {
+	if !progress {
+		return c.began.Add(c.maxWait).Sub(now)
+	}
+	until := c.hard
+	switch {
+	case now.Before(c.due):
+		until = c.due
+	case !c.lastLine.Before(c.due):
+		until = c.lastLine.Add(checkpointQuiet) // a burst after due: when it ends
+	}
+	if until.After(c.hard) {
+		until = c.hard
+	}
+	return until.Sub(now)
 }
 
 // drain reads a gone conductor's log to its end (only complete lines can
