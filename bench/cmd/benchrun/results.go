@@ -191,12 +191,16 @@ func (r *Results) Markdown() string {
 		p("")
 		p("Sustained: PATCHes received per second from 2 s after the first event to the end of the window; all-in: every event over first event to last PATCH.")
 		p("")
-		p("| level | tasks x events | offered ev/s | sustained ev/s | all-in ev/s | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | harness cores | history/task |")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		p("| level | tasks x events | offered ev/s | sustained ev/s | all-in ev/s | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | harness cores | server ms/event | history/task |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, t := range r.Throughput {
-			p("| %s | %d x %d | %d | %.0f | %.0f | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %d |", t.Level, t.Tasks, t.EventsPerTask, t.OfferedPerSec,
+			perEvent := 0.0
+			if t.Events > 0 {
+				perEvent = t.CPU.Server * t.CPU.Seconds * 1000 / float64(t.Events)
+			}
+			p("| %s | %d x %d | %d | %.0f | %.0f | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.3f | %d |", t.Level, t.Tasks, t.EventsPerTask, t.OfferedPerSec,
 				t.SustainedPerSec, t.DeliveredPerSec, t.Events, t.Missing, t.Latency.P50, t.Latency.P99, t.Latency.Max,
-				t.CPU.Worker, t.CPU.Server, t.CPU.Bench, t.HistoryPerTask.Events)
+				t.CPU.Worker, t.CPU.Server, t.CPU.Bench, perEvent, t.HistoryPerTask.Events)
 		}
 		for _, t := range r.Throughput {
 			if t.Profile != "" {
