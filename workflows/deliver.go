@@ -60,6 +60,12 @@ func (r *taskRun) startAttempt() error {
 	}
 	r.st.Polls++
 	r.checkpoint(*res.Delivery)
+	// Signals that came while the attempt started were not listened for:
+	// they decide first, as they would have had they come a moment later.
+	r.drainSignals()
+	if r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch {
+		return nil
+	}
 	return r.afterCheckpoint(*res.Delivery)
 }
 
@@ -93,6 +99,8 @@ func (r *taskRun) deliver() error {
 	}
 	r.st.Polls++
 	r.checkpoint(res)
+	r.drainSignals()
+	signalled = signalled || r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch
 	if signalled {
 		// actOnSignals decides, with everything delivered: an abort keeps
 		// a completion that came first; a redispatch starts anew.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
@@ -125,16 +126,27 @@ func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(workflows
 	}
 }
 
-// WaitPhase waits until the conductor runs phase, as its own event log
-// says: the workflow learns of phases only at its next checkpoint, while
-// tests want to act inside the phase. The status returned names the
-// running conductor.
+// WaitPhase waits until a conductor of the task runs phase, as its run
+// record and event log say, and returns what the test needs to act inside
+// the phase: the plan and the conductor's pid. The workflow learns of a
+// phase only at its next checkpoint (an attempt's first one comes after a
+// second), so its status would name the phase too late for a short one.
 func (r *Rig) WaitPhase(taskID, phase string) workflows.Status {
 	r.t.Helper()
-	return r.WaitFor(taskID, "phase "+phase+" running", func(s workflows.Status) bool {
-		return s.Stage == "running" && s.ConductorPID > 0 && s.PlanName != "" &&
-			PhaseRunning(r.EventsPath(taskID, s.PlanName), phase)
-	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		runs, err := devenv.Runs(r.WorkRoot)
+		require.NoError(r.t, err)
+		for _, run := range runs {
+			if run.TaskID == taskID && run.Handle.PID > 0 && PhaseRunning(r.EventsPath(taskID, run.Plan), phase) {
+				return workflows.Status{TaskID: taskID, Stage: workflows.StageRunning, PlanName: run.Plan,
+					CurrentPhase: phase, ConductorPID: run.Handle.PID}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.t.Fatalf("task %s: no conductor ran phase %s within 2 minutes", taskID, phase)
+	return workflows.Status{}
 }
 
 // PhaseRunning reports whether a conductor's events.jsonl, as it is now,
