@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // command is one subcommand: its argument, what it does, and its own flags.
@@ -111,7 +111,7 @@ func commandFlags(c *command, conn *temporalconn.Flags, o *options) *flag.FlagSe
 // A command's flags may also follow its argument (`status T5 -address X`);
 // "--" ends the flags.
 func parseArgs(args []string) (invocation, error) {
-	inv := invocation{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	inv := invocation{conn: temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue}}
 	global := flagSet("starter")
 	inv.conn.Register(global)
 	if err := global.Parse(args); err == flag.ErrHelp {
@@ -172,7 +172,7 @@ KARVI_TEMPORAL_CODEC_KEY. "starter <command> -h" shows a command's flags.
 
 // printUsage prints the usage of c, or of the starter when c is nil.
 func printUsage(w io.Writer, c *command) {
-	conn := temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}
+	conn := temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue}
 	if c != nil {
 		var o options
 		fs := commandFlags(c, &conn, &o)

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // follow is the view of a running task a person keeps open: one line
@@ -49,9 +49,9 @@ func isTerminal(w io.Writer) bool {
 // followTask prints the task's progress until its workflow closes, then
 // how it ended.
 func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.Writer, o followOptions) error {
-	id := workflows.WorkflowID(taskID)
+	id := taskapi.WorkflowID(taskID)
 	done := make(chan error, 1)
-	var res workflows.Result
+	var res taskapi.Result
 	go func() { done <- cl.GetWorkflow(ctx, id, "").Get(ctx, &res) }()
 	var last progress
 	seen := false
@@ -67,8 +67,8 @@ func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-tick.C:
-			var s workflows.Status
-			if err := query(ctx, cl, taskID, workflows.QueryStatus, &s); err != nil {
+			var s taskapi.Status
+			if err := query(ctx, cl, taskID, taskapi.QueryStatus, &s); err != nil {
 				continue // the workflow may be between runs (continue-as-new)
 			}
 			p := progressOf(s, time.Now())
@@ -101,7 +101,7 @@ func (o followOptions) print(w io.Writer, v interface{ line(color bool) string }
 type progress struct {
 	ElapsedMS   int64              `json:"elapsedMs"`
 	Attempt     int                `json:"attempt"`
-	Stage       workflows.Stage    `json:"stage"`
+	Stage       taskapi.Stage      `json:"stage"`
 	Plan        string             `json:"plan,omitempty"`
 	Phase       string             `json:"phase,omitempty"`
 	PhaseStatus string             `json:"phaseStatus,omitempty"`
@@ -112,7 +112,7 @@ type progress struct {
 	SinkProblem string             `json:"sinkProblem,omitempty"`
 }
 
-func progressOf(s workflows.Status, now time.Time) progress {
+func progressOf(s taskapi.Status, now time.Time) progress {
 	p := progress{
 		Attempt: s.Attempt, Stage: s.Stage, Plan: s.PlanName, Phase: s.CurrentPhase, PhaseStatus: s.PhaseStatus,
 		Done: s.CompletedPhases, Total: s.TotalPhases, CostUSD: s.CostUSD, TaskStatus: s.TaskStatus,
@@ -168,7 +168,7 @@ type summary struct {
 
 // summaryOf sums up a result: what every attempt it records cost, and the
 // time from the first attempt's start to the last one's end.
-func summaryOf(res workflows.Result, now time.Time) summary {
+func summaryOf(res taskapi.Result, now time.Time) summary {
 	s := summary{
 		Final: true, TaskID: res.TaskID, TaskStatus: res.Outcome.TaskStatus, Attempt: res.Attempt,
 		Plan: res.PlanName, Done: res.Brief.CompletedPhases, Total: res.Brief.Plan.TotalPhases,
@@ -258,17 +258,17 @@ func clock(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d", m, s)
 }
 
-func stageWords(s workflows.Stage) string {
+func stageWords(s taskapi.Stage) string {
 	switch s {
-	case workflows.StagePrepare:
+	case taskapi.StagePrepare:
 		return "preparing the plan"
-	case workflows.StageStart:
+	case taskapi.StageStart:
 		return "starting the conductor"
-	case workflows.StageRunning:
+	case taskapi.StageRunning:
 		return "waiting for the first phase"
-	case workflows.StageFinish:
+	case taskapi.StageFinish:
 		return "finishing"
-	case workflows.StageDone:
+	case taskapi.StageDone:
 		return "ended"
 	}
 	return string(s)

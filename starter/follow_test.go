@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 var t0 = time.Date(2026, 2, 28, 3, 0, 0, 0, time.UTC)
 
-func statusAt(phase, phaseStatus string, done int, cost float64) workflows.Status {
-	return workflows.Status{TaskID: "T5", Stage: workflows.StageRunning, Attempt: 1, PlanName: "karvi-t5-020d01",
+func statusAt(phase, phaseStatus string, done int, cost float64) taskapi.Status {
+	return taskapi.Status{TaskID: "T5", Stage: taskapi.StageRunning, Attempt: 1, PlanName: "karvi-t5-020d01",
 		CurrentPhase: phase, PhaseStatus: phaseStatus, CompletedPhases: done, TotalPhases: 3,
 		CostUSD: cost, TaskStatus: mapping.TaskInProgress, StartedAt: t0}
 }
@@ -24,11 +24,11 @@ func statusAt(phase, phaseStatus string, done int, cost float64) workflows.Statu
 func TestProgressLines(t *testing.T) {
 	cases := []struct {
 		name string
-		s    workflows.Status
+		s    taskapi.Status
 		at   time.Duration
 		want string
 	}{
-		{"before any phase", workflows.Status{Stage: workflows.StagePrepare, Attempt: 1, StartedAt: t0}, 0,
+		{"before any phase", taskapi.Status{Stage: taskapi.StagePrepare, Attempt: 1, StartedAt: t0}, 0,
 			"00:00 [--------------------] 0/0 preparing the plan · attempt 1 · $0.00"},
 		{"first phase running", statusAt("implement", "running", 0, 0), 1500 * time.Millisecond,
 			"00:01 [--------------------] 0/3 implement running · attempt 1 · $0.00 · in_progress"},
@@ -82,7 +82,7 @@ func TestProgressChangeIgnoresTheClock(t *testing.T) {
 	if !a.sameAs(b) {
 		t.Error("elapsed time alone counted as a change")
 	}
-	for _, c := range []workflows.Status{
+	for _, c := range []taskapi.Status{
 		statusAt("test", "failed", 1, 0.85),
 		statusAt("test", "running", 2, 0.85),
 		statusAt("test", "running", 1, 0.86),
@@ -100,7 +100,7 @@ func TestFollowJSONIsOneObjectPerChange(t *testing.T) {
 	if err := o.print(&out, progressOf(statusAt("test", "running", 1, 0.85), t0.Add(12*time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.print(&out, summaryOf(workflows.Result{TaskID: "T5"}, t0)); err != nil {
+	if err := o.print(&out, summaryOf(taskapi.Result{TaskID: "T5"}, t0)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -130,11 +130,11 @@ func TestFollowJSONIsOneObjectPerChange(t *testing.T) {
 
 func TestFinalSummary(t *testing.T) {
 	cost := func(f float64) *float64 { return &f }
-	res := workflows.Result{
+	res := taskapi.Result{
 		TaskID: "T5", Attempt: 2, PlanName: "karvi-t5-020d01-r2",
 		Outcome: mapping.Outcome{TaskStatus: mapping.TaskBlocked, LastError: "Phase docs timed out"},
 		Brief:   mapping.Brief{CompletedPhases: 2, Plan: mapping.BriefPlan{TotalPhases: 3}},
-		Attempts: []workflows.AttemptSummary{
+		Attempts: []taskapi.AttemptSummary{
 			{Attempt: 1, StartedAt: t0, EndedAt: t0.Add(time.Minute), CostUSD: cost(0.85)},
 			{Attempt: 2, StartedAt: t0.Add(time.Minute), EndedAt: t0.Add(4*time.Minute + 15*time.Second), CostUSD: cost(1.27)},
 		},
@@ -151,7 +151,7 @@ func TestFinalSummary(t *testing.T) {
 	// A result without attempt records (an older workflow) costs what its
 	// brief says.
 	total := 1.45
-	old := workflows.Result{TaskID: "T5", Outcome: mapping.Outcome{TaskStatus: mapping.TaskCompleted},
+	old := taskapi.Result{TaskID: "T5", Outcome: mapping.Outcome{TaskStatus: mapping.TaskCompleted},
 		Brief: mapping.Brief{Cost: mapping.BriefCost{TotalUSD: &total}}}
 	if got := summaryOf(old, t0).CostUSD; got != 1.45 {
 		t.Errorf("cost %v", got)

@@ -18,7 +18,7 @@ import (
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 func main() {
@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		if err := start(ctx, cl, conn.TaskQueue, workflows.TaskInput{Dispatch: d}, stdout); err != nil {
+		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d}, stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return nil
 	case "abort":
-		return signalTask(ctx, cl, arg, workflows.SignalAbort, workflows.AbortSignal{Reason: reason}, stdout)
+		return signalTask(ctx, cl, arg, taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}, stdout)
 	case "redispatch":
 		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, stdout); err != nil {
 			return err
@@ -96,22 +96,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 		return nil
 	case "status":
-		var s workflows.Status
-		if err := query(ctx, cl, arg, workflows.QueryStatus, &s); err != nil {
+		var s taskapi.Status
+		if err := query(ctx, cl, arg, taskapi.QueryStatus, &s); err != nil {
 			return err
 		}
 		return printJSON(stdout, s)
 	case "brief":
 		var b mapping.Brief
-		if err := query(ctx, cl, arg, workflows.QueryBrief, &b); err != nil {
+		if err := query(ctx, cl, arg, taskapi.QueryBrief, &b); err != nil {
 			return err
 		}
 		return printJSON(stdout, b)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "result":
-		var res workflows.Result
-		if err := cl.GetWorkflow(ctx, workflows.WorkflowID(arg), "").Get(ctx, &res); err != nil {
+		var res taskapi.Result
+		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {
 			return fmt.Errorf("task %s: %w", arg, err)
 		}
 		return printJSON(stdout, res)
@@ -167,9 +167,9 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	return err
 }
 
-func start(ctx context.Context, cl client.Client, taskQueue string, in workflows.TaskInput, stdout io.Writer) error {
-	id := workflows.WorkflowID(in.Dispatch.TaskID)
-	summary, details := workflows.StartSummary(in.Dispatch, in.Attempt)
+func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.TaskInput, stdout io.Writer) error {
+	id := taskapi.WorkflowID(in.Dispatch.TaskID)
+	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		StaticSummary:                            summary,
@@ -178,7 +178,7 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in workflows
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.TaskWorkflowName, in)
+	}, taskapi.TaskWorkflowName, in)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -192,7 +192,7 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in workflows
 }
 
 func signalTask(ctx context.Context, cl client.Client, taskID, name string, payload any, stdout io.Writer) error {
-	id := workflows.WorkflowID(taskID)
+	id := taskapi.WorkflowID(taskID)
 	if err := cl.SignalWorkflow(ctx, id, "", name, payload); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
@@ -207,23 +207,23 @@ func signalTask(ctx context.Context, cl client.Client, taskID, name string, payl
 // redispatch signals a running workflow; for a task whose workflow already
 // closed it starts a new one at the next attempt, with the same dispatch.
 func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, stdout io.Writer) error {
-	id := workflows.WorkflowID(taskID)
+	id := taskapi.WorkflowID(taskID)
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		return fmt.Errorf("task %s: no workflow %s to redispatch: %w", taskID, id, err)
 	}
 	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return signalTask(ctx, cl, taskID, workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: reason}, stdout)
+		return signalTask(ctx, cl, taskID, taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: reason}, stdout)
 	}
-	var prev workflows.Result
+	var prev taskapi.Result
 	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &prev); err != nil {
 		return fmt.Errorf("task %s: the last workflow did not end with a result to redispatch from: %w", taskID, err)
 	}
-	return start(ctx, cl, taskQueue, workflows.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
+	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
 }
 
 func query(ctx context.Context, cl client.Client, taskID, name string, out any) error {
-	v, err := cl.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", name)
+	v, err := cl.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", name)
 	if err != nil {
 		return fmt.Errorf("query %s of task %s: %w", name, taskID, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // The dry run prints exactly the plan BuildPlan makes for the full dispatch
@@ -152,7 +152,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 	for _, c := range cases {
 		inv, err := parseArgs(c.args)
 		require.NoError(t, err, "%v", c.args)
-		c.conn.DefaultTaskQueue = workflows.DefaultTaskQueue
+		c.conn.DefaultTaskQueue = taskapi.DefaultTaskQueue
 		require.Equal(t, c.conn, inv.conn, "%v", c.args)
 		if inv.cmd.name == "plan" {
 			require.Equal(t, c.opts, inv.opts, "%v", c.args)

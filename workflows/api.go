@@ -1,197 +1,48 @@
 package workflows
 
-import (
-	"time"
+import "karvi-edda-temporal/workflows/taskapi"
 
-	"go.temporal.io/sdk/temporal"
+// The task workflow's public API lives in taskapi, so that clients do not
+// link the worker's activity types; these aliases keep the names the
+// workflow code and the tests use.
 
-	"karvi-edda-temporal/mapping"
-)
-
-// Names a client uses to talk to a task workflow. They are part of the
-// public interface (the temporal CLI uses them too), so they never change.
 const (
-	TaskWorkflowName = "TaskWorkflow"
-	DefaultTaskQueue = "karvi-edda"
-	SignalAbort      = "abort"
-	SignalRedispatch = "redispatch"
-	QueryBrief       = "brief"
-	QueryStatus      = "status"
+	TaskWorkflowName = taskapi.TaskWorkflowName
+	DefaultTaskQueue = taskapi.DefaultTaskQueue
+	SignalAbort      = taskapi.SignalAbort
+	SignalRedispatch = taskapi.SignalRedispatch
+	QueryBrief       = taskapi.QueryBrief
+	QueryStatus      = taskapi.QueryStatus
+
+	StagePrepare = taskapi.StagePrepare
+	StageStart   = taskapi.StageStart
+	StageRunning = taskapi.StageRunning
+	StageFinish  = taskapi.StageFinish
+	StageDone    = taskapi.StageDone
+
+	EndedCompleted    = taskapi.EndedCompleted
+	EndedBlocked      = taskapi.EndedBlocked
+	EndedAborted      = taskapi.EndedAborted
+	EndedRedispatched = taskapi.EndedRedispatched
 )
 
-// WorkflowID is the one workflow id per karvi task; Temporal refuses a second
-// running workflow with the same id, which is what keeps one conductor per task.
-func WorkflowID(taskID string) string { return "karvi-task-" + taskID }
+type (
+	TaskInput        = taskapi.TaskInput
+	Tuning           = taskapi.Tuning
+	AbortSignal      = taskapi.AbortSignal
+	RedispatchSignal = taskapi.RedispatchSignal
+	Stage            = taskapi.Stage
+	AttemptSummary   = taskapi.AttemptSummary
+	Status           = taskapi.Status
+	Result           = taskapi.Result
+)
 
-// Search attributes shown in the Web UI's workflow list. The dev server of the
-// main job registers them; the worker checks they exist at start.
 var (
-	SearchTaskID       = temporal.NewSearchAttributeKeyKeyword("KarviTaskId")
-	SearchPlanName     = temporal.NewSearchAttributeKeyKeyword("EddaPlanName")
-	SearchCurrentPhase = temporal.NewSearchAttributeKeyKeyword("EddaCurrentPhase")
-	SearchTaskStatus   = temporal.NewSearchAttributeKeyKeyword("KarviTaskStatus")
+	WorkflowID           = taskapi.WorkflowID
+	SearchTaskID         = taskapi.SearchTaskID
+	SearchPlanName       = taskapi.SearchPlanName
+	SearchCurrentPhase   = taskapi.SearchCurrentPhase
+	SearchTaskStatus     = taskapi.SearchTaskStatus
+	SearchAttributeNames = taskapi.SearchAttributeNames
+	StartSummary         = taskapi.StartSummary
 )
-
-// SearchAttributeNames lists the keyword attributes the workflow upserts.
-func SearchAttributeNames() []string {
-	return []string{SearchTaskID.GetName(), SearchPlanName.GetName(),
-		SearchCurrentPhase.GetName(), SearchTaskStatus.GetName()}
-}
-
-// TaskInput starts a task workflow.
-type TaskInput struct {
-	Dispatch mapping.DispatchPlan `json:"dispatch"`
-	// Attempt is the first attempt this workflow makes (default 1). A task
-	// redispatched after its workflow closed starts at the previous attempt + 1
-	// so that its plan name, and so its conductor state directory, is new.
-	Attempt int     `json:"attempt,omitempty"`
-	Tuning  *Tuning `json:"tuning,omitempty"`
-	// Resume is the state handed over by continue-as-new; nil on a fresh
-	// start.
-	Resume *State `json:"resume,omitempty"`
-	// Carry is the state as workflows continued-as-new before the attempt
-	// became a value of its own handed it over. It is only read: a run that
-	// receives it converts it and goes on (see stateV1).
-	Carry *stateV1 `json:"carry,omitempty"`
-}
-
-// Tuning holds knobs that tests and benchmarks turn; zero values mean the
-// defaults below.
-type Tuning struct {
-	// TailWait bounds one long-poll of the event log.
-	TailWait time.Duration `json:"tailWait,omitempty"`
-	// SilenceGrace is added to the plan's timeout_sec before a conductor that
-	// has written nothing is declared timed out.
-	SilenceGrace time.Duration `json:"silenceGrace,omitempty"`
-	// ContinueAsNewAfterPolls continues-as-new after this many polls of the
-	// event log in one run, besides Temporal's own suggestion (0 = only the
-	// suggestion). Each poll adds a bounded number of history events, so this
-	// bounds history deterministically; tests use it to exercise the path.
-	ContinueAsNewAfterPolls int `json:"continueAsNewAfterPolls,omitempty"`
-	// CheckpointEvery bounds how long the delivering tail runs before it
-	// reports its progress to the workflow (default 5s): how far behind the
-	// sink the brief query and the search attributes may be.
-	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
-}
-
-const (
-	defaultTailWait     = 20 * time.Second
-	defaultSilenceGrace = 30 * time.Second
-)
-
-func (t *Tuning) tailWait() time.Duration {
-	if t != nil && t.TailWait > 0 {
-		return t.TailWait
-	}
-	return defaultTailWait
-}
-
-func (t *Tuning) silenceGrace() time.Duration {
-	if t != nil && t.SilenceGrace > 0 {
-		return t.SilenceGrace
-	}
-	return defaultSilenceGrace
-}
-
-func (t *Tuning) checkpointEvery() time.Duration {
-	if t != nil {
-		return t.CheckpointEvery
-	}
-	return 0
-}
-
-func (t *Tuning) continueAsNewAfterPolls() int {
-	if t != nil {
-		return t.ContinueAsNewAfterPolls
-	}
-	return 0
-}
-
-// AbortSignal is the payload of the abort signal; every field is optional.
-type AbortSignal struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-// RedispatchSignal is the payload of the redispatch signal; every field is
-// optional.
-type RedispatchSignal struct {
-	Reason string `json:"reason,omitempty"`
-}
-
-// Stage is where an attempt stands. The workflow is a loop over stages, so
-// a signal can be honoured between any two steps.
-type Stage string
-
-// The stages of an attempt, in order.
-const (
-	StagePrepare Stage = "prepare" // plan not yet generated
-	StageStart   Stage = "start"   // plan on disk, conductor not yet started
-	StageRunning Stage = "running" // conductor started, tailing its events
-	StageFinish  Stage = "finish"  // outcome known, task status not yet written
-	StageDone    Stage = "done"    // the task ended with this attempt
-)
-
-// How an attempt ended (AttemptSummary.Ended).
-const (
-	EndedCompleted    = "completed"
-	EndedBlocked      = "blocked"
-	EndedAborted      = "aborted"
-	EndedRedispatched = "redispatched"
-)
-
-// AttemptSummary records how a finished attempt went.
-type AttemptSummary struct {
-	Attempt  int    `json:"attempt"`
-	PlanName string `json:"planName"`
-	// Ended is EndedCompleted, EndedBlocked, EndedAborted or
-	// EndedRedispatched.
-	Ended     string    `json:"ended"`
-	LastError string    `json:"lastError,omitempty"`
-	StartedAt time.Time `json:"startedAt,omitzero"`
-	EndedAt   time.Time `json:"endedAt,omitzero"`
-	// Events counts the conductor events the attempt applied; Phases and
-	// CompletedPhases come from its brief.
-	Events          int      `json:"events,omitempty"`
-	Phases          int      `json:"phases,omitempty"`
-	CompletedPhases int      `json:"completedPhases,omitempty"`
-	CostUSD         *float64 `json:"costUsd,omitempty"`
-}
-
-// Status answers the status query.
-type Status struct {
-	TaskID       string `json:"taskId"`
-	Stage        Stage  `json:"stage"`
-	Attempt      int    `json:"attempt"`
-	PlanName     string `json:"planName,omitempty"`
-	CurrentPhase string `json:"currentPhase,omitempty"`
-	// PhaseStatus is the current phase's status in the brief.
-	PhaseStatus     string `json:"phaseStatus,omitempty"`
-	CompletedPhases int    `json:"completedPhases"`
-	TotalPhases     int    `json:"totalPhases,omitempty"`
-	// CostUSD is what the attempt has cost so far; StartedAt when it began.
-	CostUSD         float64            `json:"costUsd,omitempty"`
-	StartedAt       time.Time          `json:"startedAt,omitzero"`
-	TaskStatus      mapping.TaskStatus `json:"taskStatus,omitempty"`
-	Outcome         *mapping.Outcome   `json:"outcome,omitempty"`
-	ConductorPID    int                `json:"conductorPid,omitempty"`
-	EventsApplied   int                `json:"eventsApplied"`
-	PatchesSent     int                `json:"patchesSent"`
-	Malformed       int                `json:"malformedLines"`
-	LastMalformed   string             `json:"lastMalformed,omitempty"`
-	SignalsReceived int                `json:"signalsReceived"`
-	SignalsIgnored  int                `json:"signalsIgnored"`
-	SinkProblem     string             `json:"sinkProblem,omitempty"`
-	ContinuedAsNew  int                `json:"continuedAsNew"`
-	Attempts        []AttemptSummary   `json:"attempts,omitempty"`
-}
-
-// Result is what a task workflow returns when the task reaches its end.
-type Result struct {
-	TaskID   string               `json:"taskId"`
-	Attempt  int                  `json:"attempt"`
-	PlanName string               `json:"planName"`
-	Outcome  mapping.Outcome      `json:"outcome"`
-	Brief    mapping.Brief        `json:"brief"`
-	Attempts []AttemptSummary     `json:"attempts,omitempty"`
-	Dispatch mapping.DispatchPlan `json:"dispatch"`
-}

@@ -27,7 +27,7 @@ func (r *taskRun) startAttempt() error {
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	wait := r.pollWait()
 	every := firstCheckpoint
-	if c := r.st.Tuning.checkpointEvery(); c > 0 && c < every {
+	if c := r.st.Tuning.CheckpointEveryOrZero(); c > 0 && c < every {
 		every = c
 	}
 	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
@@ -131,7 +131,7 @@ func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
 		TaskID: r.st.Dispatch.TaskID, Plan: *a.Plan, Handle: *a.Conductor,
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
-		MaxWait: wait, CheckpointEvery: r.st.Tuning.checkpointEvery(),
+		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
 	}
 }
 

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // What a person sees of a task in the Web UI: the summary and details fixed
@@ -21,35 +21,10 @@ import (
 // tell a strings.Builder from a file.)
 
 const (
-	summaryRunes = 120  // the UI shows the summary on one line
-	detailsRunes = 2000 // the message, in the static details
-	noteRunes    = 60   // an error or skip reason, in a table cell
-	outcomeRunes = 400  // how the task ended, above the table
+	summaryRunes = taskapi.SummaryRunes
+	noteRunes    = 60  // an error or skip reason, in a table cell
+	outcomeRunes = 400 // how the task ended, above the table
 )
-
-// StartSummary is the one-line summary and the details a task's workflow is
-// started with: the task id and the first line of its message, then the
-// dispatch's particulars and the message itself.
-func StartSummary(d mapping.DispatchPlan, attempt int) (summary, details string) {
-	attempt = max(attempt, 1)
-	first, _, _ := strings.Cut(strings.TrimSpace(d.Message), "\n")
-	summary = d.TaskID + ": " + cut(strings.TrimSpace(first), summaryRunes)
-	if attempt > 1 {
-		summary = fmt.Sprintf("%s (attempt %d)", summary, attempt)
-	}
-	var b strings.Builder
-	b.WriteString(fmt.Sprintf("karvi task **%s**", d.TaskID))
-	if d.PlanID != "" {
-		b.WriteString(fmt.Sprintf(" · dispatch `%s`", d.PlanID))
-	}
-	b.WriteString(fmt.Sprintf(" · attempt %d", attempt))
-	if d.Skill != "" {
-		b.WriteString(fmt.Sprintf(" · skill `%s`", d.Skill))
-	}
-	b.WriteString("\n\n")
-	b.WriteString(cut(strings.TrimSpace(d.Message), detailsRunes))
-	return summary, b.String()
-}
 
 // renderDetails is the workflow's current details: where the attempt stands
 // and one table row per phase, in plan order (never in map order, so the
@@ -151,16 +126,7 @@ func formatDuration(d time.Duration) string {
 
 // oneLine folds free text onto one line of at most n runes.
 func oneLine(s string, n int) string {
-	return cut(strings.Join(strings.Fields(s), " "), n)
-}
-
-// cut shortens s to at most n runes, marking the cut.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return taskapi.Cut(strings.Join(strings.Fields(s), " "), n)
 }
 
 // showDetails publishes the current details; the Web UI reads them with the
@@ -191,7 +157,7 @@ func patchSummary(patches []mapping.Patch, logEntries int) string {
 	if len(patches) != 1 {
 		n = fmt.Sprintf("%d patches", len(patches))
 	}
-	return cut(fmt.Sprintf("%s (%s), log %d entries", n, strings.Join(types, ", "), logEntries), summaryRunes)
+	return taskapi.Cut(fmt.Sprintf("%s (%s), log %d entries", n, strings.Join(types, ", "), logEntries), summaryRunes)
 }
 
 func statusSummary(u activities.TaskStatusUpdate) string {
@@ -199,5 +165,5 @@ func statusSummary(u activities.TaskStatusUpdate) string {
 	if u.Reason != "" {
 		s += ": " + u.Reason
 	}
-	return cut(strings.Join(strings.Fields(s), " "), summaryRunes)
+	return taskapi.Cut(strings.Join(strings.Fields(s), " "), summaryRunes)
 }

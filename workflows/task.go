@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -53,12 +54,20 @@ type taskRun struct {
 func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	r := &taskRun{ctx: ctx, log: workflow.GetLogger(ctx)}
 	switch {
-	case in.Resume != nil:
-		r.st = *in.Resume
+	case len(in.Resume) > 0:
+		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("state handed over by continue-as-new: %v", err), "BadState", err)
+		}
 		r.st.ContinuedAsNew++
 		return r, nil
-	case in.Carry != nil:
-		r.st = in.Carry.upgrade()
+	case len(in.Carry) > 0:
+		var v1 stateV1
+		if err := json.Unmarshal(in.Carry, &v1); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("state handed over by continue-as-new: %v", err), "BadState", err)
+		}
+		r.st = v1.upgrade()
 		r.st.ContinuedAsNew++
 		return r, nil
 	}
@@ -144,8 +153,12 @@ func (r *taskRun) run() (Result, error) {
 			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 				resume := r.st
 				resume.Polls = 0
+				data, err := json.Marshal(resume)
+				if err != nil {
+					return Result{}, fmt.Errorf("hand over the state: %w", err)
+				}
 				return Result{}, workflow.NewContinueAsNewError(r.ctx, TaskWorkflowName,
-					TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Resume: &resume})
+					TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Resume: data})
 			}
 		}
 	}
@@ -156,7 +169,7 @@ func (r *taskRun) shouldContinueAsNew() bool {
 	if info.GetContinueAsNewSuggested() {
 		return true
 	}
-	limit := r.st.Tuning.continueAsNewAfterPolls()
+	limit := r.st.Tuning.ContinueAsNewAfterPollsOrZero()
 	return limit > 0 && r.st.Polls >= limit
 }
 
@@ -279,7 +292,7 @@ func (r *taskRun) addSignalReceivers(sel workflow.Selector) {
 // tuning's bound, or half the silence limit when that is shorter, so a
 // silent conductor is noticed in time.
 func (r *taskRun) pollWait() time.Duration {
-	wait := r.st.Tuning.tailWait()
+	wait := r.st.Tuning.TailWaitOrDefault()
 	if limit := r.silenceLimit() / 2; limit > 0 && limit < wait {
 		wait = limit
 	}
@@ -317,7 +330,7 @@ func (r *taskRun) silenceLimit() time.Duration {
 	if p == nil || p.Summary.TimeoutSec <= 0 {
 		return 0
 	}
-	return time.Duration(p.Summary.TimeoutSec)*time.Second + r.st.Tuning.silenceGrace()
+	return time.Duration(p.Summary.TimeoutSec)*time.Second + r.st.Tuning.SilenceGraceOrDefault()
 }
 
 // stopConductor stops the attempt's conductor and delivers what it wrote up

@@ -563,18 +563,22 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.True(t, errors.As(err, &can), "expected continue-as-new, got %v", err)
 	var next TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	require.NotNil(t, next.Resume)
-	require.Nil(t, next.Carry, "the old shape is never written")
-	cur := next.Resume.Current
+	require.NotEmpty(t, next.Resume)
+	require.Empty(t, next.Carry, "the old shape is never written")
+	var resumed State
+	require.NoError(t, json.Unmarshal(next.Resume, &resumed))
+	cur := resumed.Current
 	require.Equal(t, StageRunning, cur.Stage)
 	require.NotNil(t, cur.Conductor, "the running conductor is carried, not restarted")
-	require.Positive(t, next.Resume.Counts.EventsApplied)
-	require.Equal(t, next.Resume.Counts.EventsApplied, cur.Events)
+	require.Positive(t, resumed.Counts.EventsApplied)
+	require.Equal(t, resumed.Counts.EventsApplied, cur.Events)
 	require.Equal(t, int64(cur.Events), cur.Cursor.Offset)
 
 	// The continued run picks up at the cursor and finishes the task without
 	// a second conductor (the knob is lifted so it runs to the end).
-	next.Resume.Tuning = nil
+	resumed.Tuning = nil
+	next.Resume, err = json.Marshal(resumed)
+	require.NoError(t, err)
 	res := runToEnd(t, f, next)
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, 1, f.starts)
@@ -597,7 +601,8 @@ func TestContinueAsNewFromTheOldShape(t *testing.T) {
 	require.True(t, errors.As(env.GetWorkflowError(), &can))
 	var next TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
-	st := next.Resume
+	var st State
+	require.NoError(t, json.Unmarshal(next.Resume, &st))
 	cur := st.Current
 	old := &stateV1{
 		Dispatch: st.Dispatch, Attempt: cur.N, Stage: cur.Stage, Plan: cur.Plan, Handle: cur.Conductor,
@@ -610,8 +615,8 @@ func TestContinueAsNewFromTheOldShape(t *testing.T) {
 	require.NoError(t, err)
 	var in TaskInput
 	require.NoError(t, json.Unmarshal(data, &in))
-	require.NotNil(t, in.Carry)
-	require.Nil(t, in.Resume)
+	require.NotEmpty(t, in.Carry)
+	require.Empty(t, in.Resume)
 
 	res := runToEnd(t, f, in)
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
