@@ -121,22 +121,14 @@ func abortOptions(ctx workflow.Context, summary string) workflow.Context {
 }
 
 // attemptOptions: starting an attempt writes the plan, the brief skeleton
-// and the dispatched status, spawns the conductor, then delivers like
-// deliverOptions up to a first checkpoint; every step is idempotent and a
-// retry skips what the sink already has. A bad dispatch or a status karvi
-// refuses is final.
+// and the dispatched status, spawns the conductor, then delivers as
+// deliverOptions says up to a first checkpoint; every step is idempotent
+// and a retry skips what the sink already has. A bad dispatch or a status
+// karvi refuses is final.
 func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:             summary,
-		StartToCloseTimeout: wait + 30*time.Minute,
-		HeartbeatTimeout:    5 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        200 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrInvalidDispatch, activities.ErrSinkRejected},
-		},
-	})
+	o := deliveryOptions(wait, summary)
+	o.RetryPolicy.NonRetryableErrorTypes = []string{activities.ErrInvalidDispatch, activities.ErrSinkRejected}
+	return workflow.WithActivityOptions(ctx, o)
 }
 
 // deliverOptions: the delivering tail heartbeats; a worker killed
@@ -145,7 +137,11 @@ func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) wo
 // has. A karvi outage holds a call for as long as it lasts (heartbeating),
 // so the limit is generous: past it the call is retried, which is safe.
 func deliverOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	return workflow.WithActivityOptions(ctx, deliveryOptions(wait, summary))
+}
+
+func deliveryOptions(wait time.Duration, summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: wait + 30*time.Minute,
 		HeartbeatTimeout:    5 * time.Second,
@@ -154,5 +150,5 @@ func deliverOptions(ctx workflow.Context, wait time.Duration, summary string) wo
 			BackoffCoefficient: 2,
 			MaximumInterval:    10 * time.Second,
 		},
-	})
+	}
 }
