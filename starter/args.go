@@ -41,12 +41,20 @@ func reasonFlag(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.reason, "reason", "", "`reason` recorded with the signal")
 }
 
+func templatesFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.templates, "templates", os.Getenv("KARVI_EDDA_TEMPLATES"), "`directory` of operator plan templates, one YAML per skill (env KARVI_EDDA_TEMPLATES)")
+}
+
+// commands may be two words ("run plan"): the second names what to do with
+// the first.
 var commands = []*command{
 	{name: "plan", arg: "<dispatch.json|->", summary: "print the plan.yaml a dispatch produces (no Temporal needed)",
 		flags: func(fs *flag.FlagSet, o *options) {
-			fs.StringVar(&o.templates, "templates", os.Getenv("KARVI_EDDA_TEMPLATES"), "`directory` of operator plan templates, one YAML per skill (env KARVI_EDDA_TEMPLATES)")
+			templatesFlag(fs, o)
 			fs.IntVar(&o.attempt, "attempt", 1, "attempt `number`")
 		}},
+	{name: "run plan", arg: "<run.json|->", summary: "dry run of a run file: start order, models, plans (no Temporal needed)",
+		flags: templatesFlag},
 	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow", flags: followFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
@@ -55,6 +63,15 @@ var commands = []*command{
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
+}
+
+// commandName joins a two-word command's second word to name when together
+// they name a command.
+func commandName(name string, rest []string) (string, []string) {
+	if lookup(name) == nil && len(rest) > 0 && lookup(name+" "+rest[0]) != nil {
+		return name + " " + rest[0], rest[1:]
+	}
+	return name, rest
 }
 
 func lookup(name string) *command {
@@ -123,12 +140,12 @@ func parseArgs(args []string) (invocation, error) {
 	if len(rest) == 0 {
 		return inv, &usageError{msg: "no command given"}
 	}
-	name, rest := rest[0], rest[1:]
+	name, rest := commandName(rest[0], rest[1:])
 	if name == "help" {
 		if len(rest) == 0 {
 			return inv, &helpRequest{}
 		}
-		name, rest = rest[0], nil
+		name, _ = commandName(rest[0], rest[1:])
 		if c := lookup(name); c != nil {
 			return inv, &helpRequest{cmd: c}
 		}

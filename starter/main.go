@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -57,8 +56,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	cmd, arg := inv.cmd.name, inv.arg
 	follow, reason := inv.opts.follow, inv.opts.reason
 
-	if cmd == "plan" {
+	switch cmd {
+	case "plan":
 		return printPlan(arg, stdin, stdout, inv.opts.templates, inv.opts.attempt)
+	case "run plan":
+		return printRunPlan(arg, stdin, stdout, inv.opts.templates)
 	}
 	conn, err := temporalconn.Load(inv.conn)
 	if err != nil {
@@ -143,13 +145,9 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	if err != nil {
 		return err
 	}
-	var fsys fs.FS
-	if templatesDir != "" {
-		fsys = os.DirFS(templatesDir)
-	}
-	ts, err := mapping.LoadTemplates(fsys)
+	ts, err := templateSet(templatesDir)
 	if err != nil {
-		return fmt.Errorf("templates %s: %w", templatesDir, err)
+		return err
 	}
 	t, err := ts.Select(d)
 	if err != nil {
