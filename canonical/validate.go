@@ -172,10 +172,12 @@ func normalizeTS(s string) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("%q is not an ISO 8601 (RFC 3339) time", clip(s))
 	}
+	// Checked in UTC: an offset can carry year 0001 or 9999 out of range.
+	t = t.UTC().Truncate(time.Millisecond)
 	if t.Year() < 1 || t.Year() > 9999 {
 		return "", false, fmt.Errorf("%q is out of range", clip(s))
 	}
-	out := t.UTC().Truncate(time.Millisecond).Format(tsLayout)
+	out := t.Format(tsLayout)
 	return out, out != s, nil
 }
 
