@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"karvi-edda-temporal/internal/dag"
 )
 
 // Check types edda's conductor knows (plan/schema.rs CheckSpec).
@@ -379,52 +381,19 @@ func validateCheck(field string, c Check, nested bool) error {
 // findCycle returns one dependency cycle as phase ids, or nil. It walks
 // phases in plan order so the reported cycle is deterministic.
 func findCycle(phases []Phase, index map[string]int) []string {
-	const (
-		unseen = iota
-		onStack
-		done
-	)
-	state := make([]int, len(phases))
-	var stack []int
-	var cycle []string
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		state[i] = onStack
-		stack = append(stack, i)
+	ids := make([]string, len(phases))
+	for i, ph := range phases {
+		ids[i] = ph.ID
+	}
+	return dag.Cycle(ids, func(i int) []int {
+		var out []int
 		for _, dep := range phases[i].DependsOn {
-			j, ok := index[dep]
-			if !ok {
-				continue
-			}
-			switch state[j] {
-			case onStack:
-				start := 0
-				for k, s := range stack {
-					if s == j {
-						start = k
-					}
-				}
-				for _, s := range stack[start:] {
-					cycle = append(cycle, phases[s].ID)
-				}
-				cycle = append(cycle, phases[j].ID)
-				return true
-			case unseen:
-				if visit(j) {
-					return true
-				}
+			if j, ok := index[dep]; ok {
+				out = append(out, j)
 			}
 		}
-		stack = stack[:len(stack)-1]
-		state[i] = done
-		return false
-	}
-	for i := range phases {
-		if state[i] == unseen && visit(i) {
-			return cycle
-		}
-	}
-	return nil
+		return out
+	})
 }
 
 // MarshalPlan renders plan.yaml through the YAML encoder, so any message

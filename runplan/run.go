@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"karvi-edda-temporal/internal/dag"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -445,52 +446,22 @@ func (r Run) validate(n int) error {
 // the end, or nil. It walks tasks in file order so the reported cycle is
 // deterministic; self-dependencies and unknown ids are reported elsewhere.
 func findCycle(tasks []Task, index map[string]int) []string {
-	const (
-		unseen = iota
-		onStack
-		done
-	)
-	state := make([]int, len(tasks))
-	var stack []int
-	var cycle []string
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		state[i] = onStack
-		stack = append(stack, i)
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return dag.Cycle(ids, func(i int) []int {
+		if j, ok := index[tasks[i].ID]; !ok || j != i {
+			return nil // a duplicate id, reported elsewhere
+		}
+		var out []int
 		for _, dep := range tasks[i].Depends {
-			j, ok := index[dep]
-			if !ok || j == i {
-				continue
-			}
-			switch state[j] {
-			case onStack:
-				start := 0
-				for k, s := range stack {
-					if s == j {
-						start = k
-					}
-				}
-				for _, s := range stack[start:] {
-					cycle = append(cycle, tasks[s].ID)
-				}
-				cycle = append(cycle, tasks[j].ID)
-				return true
-			case unseen:
-				if visit(j) {
-					return true
-				}
+			if j, ok := index[dep]; ok && j != i {
+				out = append(out, j)
 			}
 		}
-		stack = stack[:len(stack)-1]
-		state[i] = done
-		return false
-	}
-	for i := range tasks {
-		if j, indexed := index[tasks[i].ID]; indexed && j == i && state[i] == unseen && visit(i) {
-			return cycle
-		}
-	}
-	return nil
+		return out
+	})
 }
 
 func taskLabel(id string, i int) string {
