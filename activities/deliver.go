@@ -298,8 +298,8 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
 	}
 	// The final status is the workflow's to write: a redispatch that came
-	// before the plan completed wins over the completion, and karvi has no
-	// way back from completed to dispatched.
+	// before the plan completed wins over the completion, so the task never
+	// shows completed for an attempt that was redispatched.
 	if ev.IsTerminal() && d.res.Outcome == nil {
 		if o, ok := mapping.OutcomeFromEvent(ev, d.brief); ok {
 			d.res.Outcome = &o

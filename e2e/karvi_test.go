@@ -13,6 +13,7 @@ import (
 
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/workflows"
 )
 
 const karviToken = "e2e-karvi-token-7c1f"
@@ -87,4 +88,38 @@ func TestKarviSinkWithoutBrief(t *testing.T) {
 	logData, err := os.ReadFile(filepath.Join(r.Dir, "worker-1.log"))
 	require.NoError(t, err)
 	require.Contains(t, string(logData), "no brief for this task", "the problem is logged")
+}
+
+// A finished task redispatched (a new workflow at the next attempt, as
+// `starter redispatch` starts one when the old workflow closed): karvi has
+// no way from completed to dispatched but through needs_revision, and the
+// second attempt runs to completed with a brief of its own.
+func TestKarviRedispatchOfCompletedTask(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	require.NoError(t, k.AddTask(karvifake.Task{ID: "T6", Status: "dispatched", BriefPath: true, Brief: json.RawMessage(`{}`)}))
+	r.Workspace("T6")
+	d := testrig.Dispatch(t, "T6", "Add user authentication with JWT. "+testrig.ExampleCosts)
+	first := r.Result(r.Start(d))
+	require.EqualValues(t, "completed", first.Outcome.TaskStatus)
+	require.Equal(t, "completed", r.KarviStatus("T6"))
+
+	second := r.Result(r.StartInput(workflows.TaskInput{Dispatch: d, Attempt: 2}))
+	require.EqualValues(t, "completed", second.Outcome.TaskStatus)
+	require.Equal(t, 2, second.Attempt)
+	require.Equal(t, "completed", r.KarviStatus("T6"))
+
+	var statuses []string
+	for _, w := range k.Writes("T6") {
+		if strings.HasSuffix(w.Path, "/status") {
+			var body struct{ Status string }
+			require.NoError(t, json.Unmarshal(w.Body, &body))
+			statuses = append(statuses, body.Status)
+		}
+	}
+	require.Equal(t, []string{"in_progress", "completed", "needs_revision", "in_progress", "dispatched", "in_progress", "completed"},
+		statuses, "the redispatch walks completed -> needs_revision -> in_progress -> dispatched")
+	brief := r.KarviBrief("T6")
+	plan, _ := brief["plan"].(map[string]any)
+	require.Equal(t, second.PlanName, plan["name"], "the brief is the second attempt's")
 }

@@ -53,12 +53,16 @@ func TestPathTo(t *testing.T) {
 		{"in_progress", "dispatched", []string{"dispatched"}, false},
 		{"needs_revision", "completed", []string{"in_progress", "completed"}, false},
 		{"completed", "approved", []string{"approved"}, false},
-		// No path through review states or out of terminal ones.
+		// A redispatch of a finished task goes through needs_revision.
+		{"completed", "dispatched", []string{"needs_revision", "in_progress", "dispatched"}, false},
+		{"reviewing", "dispatched", []string{"needs_revision", "in_progress", "dispatched"}, false},
+		// Otherwise no path through review states or out of terminal ones.
 		{"completed", "in_progress", nil, true},
 		{"completed", "blocked", nil, true},
+		{"reviewing", "in_progress", nil, true},
 		{"approved", "in_progress", nil, true},
+		{"approved", "dispatched", nil, true},
 		{"cancelled", "dispatched", nil, true},
-		{"reviewing", "dispatched", nil, true},
 		{"dispatched", "bogus", nil, true},
 		{"bogus", "dispatched", nil, true},
 	}

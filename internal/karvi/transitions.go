@@ -62,8 +62,14 @@ var walkable = map[string]bool{
 // empty path when from == to, and an *Error of KindIllegalTransition (with
 // karvi's wording for from -> to) when no such path exists.
 //
-// For example dispatched -> completed is [in_progress completed] and
-// blocked -> dispatched (a redispatch) is [dispatched].
+// One exception: a redispatch (to dispatched) of a task that is completed
+// or under review passes through needs_revision, which is what karvi itself
+// records when a finished task must be done again; without it karvi has no
+// way back from completed, and a redispatch could never run.
+//
+// For example dispatched -> completed is [in_progress completed],
+// blocked -> dispatched (a redispatch) is [dispatched], and
+// completed -> dispatched is [needs_revision in_progress dispatched].
 func PathTo(from, to string) ([]string, error) {
 	if from == "" {
 		from = "pending"
@@ -91,7 +97,7 @@ func PathTo(from, to string) ([]string, error) {
 				}
 				return path, nil
 			}
-			if walkable[next] {
+			if walkable[next] || (to == "dispatched" && next == "needs_revision") {
 				queue = append(queue, next)
 			}
 		}
