@@ -431,7 +431,7 @@ func ParsePlan(data []byte) (Plan, error) {
 // "-rN" for attempt N > 1 (a redispatch needs a fresh name: edda resumes an
 // existing one). attempt <= 1 means the first attempt.
 func PlanName(taskID string, attempt int) string {
-	kebab := kebabCase(taskID)
+	kebab := KebabCase(taskID)
 	parts := []string{"karvi"}
 	if kebab != "" {
 		parts = append(parts, kebab)
@@ -458,7 +458,11 @@ func looksLikeSuffix(kebab string) bool {
 	return attemptSuffix.MatchString(kebab) || hashSuffix.MatchString(kebab)
 }
 
-func kebabCase(s string) string {
+// KebabCase lowercases s and keeps ASCII letters and digits, one dash for
+// each run of anything else: the names edda accepts. Callers that must keep
+// distinct inputs apart add a hash when it changed the input, as PlanName
+// does.
+func KebabCase(s string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {

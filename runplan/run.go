@@ -208,7 +208,7 @@ func message(t Task) string {
 // appended, so distinct titles keep distinct slugs, as mapping.PlanName
 // does for task ids.
 func DeriveSlug(title string) string {
-	kebab := kebabCase(title)
+	kebab := mapping.KebabCase(title)
 	if kebab != "" && kebab == title && len(kebab) <= MaxSlugLen && !hashTail.MatchString(kebab) {
 		return kebab
 	}
@@ -226,23 +226,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
-}
-
-func kebabCase(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(s) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(r)
-			continue
-		}
-		dash = true
-	}
-	return b.String()
 }
 
 // file is the run file as written: karvi's project shape plus KARIMO's task

@@ -333,7 +333,10 @@ func TestHappyPathMatchesExampleA(t *testing.T) {
 	require.JSONEq(t, string(wantBrief), string(got))
 }
 
-func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
+// runExampleB runs example B: a phase fails its check three times and the
+// conductor exits with state.json saying so, writing no terminal event.
+func runExampleB(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeConductor) {
+	t.Helper()
 	env := newEnv(t)
 	stateData, err := os.ReadFile("../testdata/examples/B/state.json")
 	require.NoError(t, err)
@@ -344,6 +347,11 @@ func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
 	f.register(env)
 	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
+	return env, f
+}
+
+func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
+	env, f := runExampleB(t)
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -106,16 +105,7 @@ func TestEndsWithoutTerminalEventSettleTheBrief(t *testing.T) {
 // Example B's brief already tells the truth when the conductor exits: no
 // settling patch, so its golden PATCH sequence is what karvi receives.
 func TestRetriesExhaustedSendsNoSettlingPatch(t *testing.T) {
-	env := newEnv(t)
-	stateData, err := os.ReadFile("../testdata/examples/B/state.json")
-	require.NoError(t, err)
-	cs, err := mapping.ParseConductorState(stateData)
-	require.NoError(t, err)
-	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/B/events.snake.jsonl"),
-		perBatch: 3, exitAfterAll: true, exitState: &cs}
-	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
-	require.NoError(t, env.GetWorkflowError())
+	_, f := runExampleB(t)
 	want := readLines(t, "../testdata/examples/B/patches.jsonl")
 	require.Len(t, f.patches, len(want)+1, "the skeleton and one patch per event, nothing more")
 	for i, w := range want {
