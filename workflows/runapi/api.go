@@ -1,0 +1,116 @@
+package runapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// Names a client uses to talk to a run workflow. They are part of the public
+// interface (the temporal CLI uses them too), so they never change.
+const (
+	RunWorkflowName = "RunWorkflow"
+
+	// Updates: each answers with an error when the request does not apply
+	// (an unknown task, a task that is running, a run that has ended).
+	UpdatePause  = "pause"
+	UpdateResume = "resume"
+	UpdateSkip   = "skip"
+	UpdateRetry  = "retry"
+	UpdateAbort  = "abort"
+
+	// QueryStatus answers with the run's status.json document.
+	QueryStatus = "status"
+	// QueryView answers with a View: the document plus what a person
+	// watching the run wants beside it.
+	QueryView = "view"
+)
+
+// WorkflowID is the one workflow id per run.
+func WorkflowID(slug string) string { return "karvi-run-" + slug }
+
+// TaskWorkflowID is the workflow id of a run's task. It is scoped by the
+// run, so two runs may name their tasks alike.
+func TaskWorkflowID(slug, taskID string) string { return "karvi-run-" + slug + "-task-" + taskID }
+
+// RunInput starts a run workflow.
+type RunInput struct {
+	// Run is the run file as written (karvi's project shape, KARIMO's task
+	// fields accepted). The workflow parses and validates it, so what
+	// history records is what the caller gave.
+	Run json.RawMessage `json:"run"`
+	// Repo is a git repository (a path the worker resolves inside its work
+	// root) in which every task works on a worktree of its own; empty for a
+	// run without one.
+	Repo string `json:"repo,omitempty"`
+	// FeatureBranch is the branch the tasks' branches merge into; default
+	// feature/<slug>.
+	FeatureBranch string `json:"featureBranch,omitempty"`
+	// TaskQueue is where the tasks' workflows run; default the run's own.
+	TaskQueue string `json:"taskQueue,omitempty"`
+	// Tuning is handed to every task workflow.
+	Tuning *taskapi.Tuning `json:"tuning,omitempty"`
+	// ContinueAsNewAfter continues-as-new after this many task workflows
+	// were started in one run, besides Temporal's own suggestion (0: only
+	// the suggestion). Tests use it to exercise the hand-over with tasks
+	// running.
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+	// Resume is the workflow's state handed over by continue-as-new; a
+	// client never sets it.
+	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// TaskRequest names one task of the run: the input of skip and retry.
+type TaskRequest struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// AbortRequest is the input of abort; the reason is optional.
+type AbortRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// View answers the view query.
+type View struct {
+	Slug        string `json:"slug"`
+	Title       string `json:"title,omitempty"`
+	Concurrency int    `json:"concurrency"`
+	// Running counts the task workflows the run has started and not seen
+	// end.
+	Running int `json:"running"`
+	// Status is the status.json document.
+	Status runstatus.Status `json:"status"`
+	// Tasks are in the run file's order.
+	Tasks []TaskView `json:"tasks"`
+	// Overlaps names the paths more than one task changed, when the run
+	// works in a git repository.
+	Overlaps       []Overlap `json:"overlaps,omitempty"`
+	Repo           string    `json:"repo,omitempty"`
+	StatusFile     string    `json:"statusFile,omitempty"`
+	AbortReason    string    `json:"abortReason,omitempty"`
+	ContinuedAsNew int       `json:"continuedAsNew"`
+	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
+}
+
+// TaskView is one task as the view shows it.
+type TaskView struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title,omitempty"`
+	Depends []string `json:"depends,omitempty"`
+	// WorkflowID is the task's workflow; Attempt the number of its latest
+	// conductor attempt (0 before it started).
+	WorkflowID string  `json:"workflowId"`
+	Attempt    int     `json:"attempt,omitempty"`
+	CostUSD    float64 `json:"costUsd,omitempty"`
+	// LastError is the latest attempt's error, also while the task loops.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Overlap is a path changed by more than one task.
+type Overlap struct {
+	Path  string   `json:"path"`
+	Tasks []string `json:"tasks"`
+}
