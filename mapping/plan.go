@@ -481,6 +481,11 @@ func KebabCase(s string) string {
 
 const redispatchEnv = "REDISPATCH"
 
+// ModelEnv carries the dispatch's modelHint to the agent of every phase:
+// edda's plan has no model field, and the agent it runs (Claude Code) picks
+// its model from this variable, aliases such as "sonnet" and "opus" included.
+const ModelEnv = "ANTHROPIC_MODEL"
+
 // BuildPlan turns a dispatch into the plan for one attempt
 // (docs/contract.md §3). Limits and env are repeated on every phase because
 // edda ignores the plan-level ones at run time. A template phase's own
@@ -507,8 +512,15 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 	if d.PlanID != "" {
 		p.Tags = append(p.Tags, "dispatch:"+d.PlanID)
 	}
+	env := map[string]string{}
 	if redispatch {
-		p.Env = map[string]string{redispatchEnv: "1"}
+		env[redispatchEnv] = "1"
+	}
+	if d.ModelHint != nil && strings.TrimSpace(*d.ModelHint) != "" {
+		env[ModelEnv] = strings.TrimSpace(*d.ModelHint)
+	}
+	if len(env) > 0 {
+		p.Env = env
 	}
 	skills := cleanSkills(d.RequiredSkills)
 	upstream := upstreamContext(d.Artifacts)
@@ -526,11 +538,13 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 		if ph.MaxAttempts == 0 {
 			ph.MaxAttempts = maxAttempts
 		}
-		if redispatch {
+		for k, v := range env {
 			if ph.Env == nil {
 				ph.Env = map[string]string{}
 			}
-			ph.Env[redispatchEnv] = "1"
+			if _, set := ph.Env[k]; !set || k == redispatchEnv {
+				ph.Env[k] = v
+			}
 		}
 		ph.AllowedTools = appendUnique(ph.AllowedTools, skills)
 		if i == 0 && upstream != "" {

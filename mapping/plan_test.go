@@ -231,12 +231,11 @@ func TestBuildPlanUpstreamContext(t *testing.T) {
 // Fields that are accepted but not mapped (docs/contract.md §2) must not leak
 // into plan.yaml.
 func TestBuildPlanNotMappedFields(t *testing.T) {
-	model := "MODEL_SENTINEL"
 	q := 73.25
 	tr, fa := true, false
 	d := DispatchPlan{
 		TaskID: "t9", Message: "m", Kind: "KIND_SENTINEL",
-		RuntimeHint: "RUNTIME_SENTINEL", AgentID: "AGENT_SENTINEL", ModelHint: &model,
+		RuntimeHint: "RUNTIME_SENTINEL", AgentID: "AGENT_SENTINEL",
 		CodexRole: "ROLE_SENTINEL", SessionID: "SESSION_SENTINEL", UserID: "USER_SENTINEL",
 		CreatedAt: "CREATED_SENTINEL", UpstreamTaskIDs: []string{"UPSTREAM_SENTINEL"},
 		ControlsSnapshot: &Controls{QualityThreshold: &q, AutoReview: &tr, AutoDispatch: &fa, AutoRedispatch: &tr},
@@ -261,6 +260,37 @@ func TestBuildPlanNotMappedFields(t *testing.T) {
 		if strings.Contains(string(y), k) {
 			t.Errorf("plan.yaml has %q although nothing maps to it:\n%s", k, y)
 		}
+	}
+}
+
+// modelHint reaches every phase's agent as ANTHROPIC_MODEL (edda ignores
+// plan-level env); a template that set the variable itself keeps its value.
+func TestBuildPlanModelHint(t *testing.T) {
+	opus, blank := "opus", "  "
+	tmpl := DefaultTemplate()
+	tmpl.Phases[1].Env = map[string]string{ModelEnv: "haiku"}
+	p, err := BuildPlan(DispatchPlan{TaskID: "t1", Message: "m", ModelHint: &opus}, 2, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ph := range p.Phases {
+		want := "opus"
+		if i == 1 {
+			want = "haiku"
+		}
+		if ph.Env[ModelEnv] != want || ph.Env["REDISPATCH"] != "1" {
+			t.Errorf("phase %s env = %v, want %s=%s and REDISPATCH=1", ph.ID, ph.Env, ModelEnv, want)
+		}
+	}
+	if p.Env[ModelEnv] != "opus" {
+		t.Errorf("plan env = %v", p.Env)
+	}
+	p, err = BuildPlan(DispatchPlan{TaskID: "t1", Message: "m", ModelHint: &blank}, 1, DefaultTemplate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Env != nil || p.Phases[0].Env != nil {
+		t.Errorf("a blank modelHint set env: %v / %v", p.Env, p.Phases[0].Env)
 	}
 }
 
