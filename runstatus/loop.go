@@ -1,0 +1,26 @@
+package runstatus
+
+import "karvi-edda-temporal/runplan"
+
+// Looped records that a running task's conductor attempt ended without the
+// task being done: its loop_count goes up by one at once, so the document
+// shows the loops a task has made while it is still at work. The caller then
+// decides by LoopsLeft whether the task loops again, is upgraded or fails.
+func (s *Status) Looped(id string) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status != TaskRunning {
+		return taskError(id, "loop", t.Status)
+	}
+	t.LoopCount++
+	return nil
+}
+
+// CanUpgrade reports whether a stalled task would be moved to the stronger
+// model (LoopLimitReached answers Upgraded) rather than handed to a person.
+func (s *Status) CanUpgrade(id string) bool {
+	t := s.Tasks[id]
+	return t != nil && t.Model == runplan.ModelSonnet && t.ModelUpgrades == 0
+}

@@ -1,0 +1,46 @@
+package runstatus
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestLoopedCountsWhileRunning(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := parseRun(t, `{"title":"loops","tasks":[{"id":"a","complexity":2},{"id":"b","complexity":7}]}`)
+	s := New(run, at)
+	if err := s.Looped("a"); !errors.Is(err, ErrTransition) {
+		t.Fatalf("loop of a queued task: %v, want ErrTransition", err)
+	}
+	if err := s.Start(at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskStarted("a", "", at); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= StallLoops; i++ {
+		if err := s.Looped("a"); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Tasks["a"].LoopCount; got != i {
+			t.Fatalf("loop_count = %d after %d loops", got, i)
+		}
+	}
+	if left, _ := s.LoopsLeft("a"); left != 0 {
+		t.Fatalf("loops left = %d, want 0", left)
+	}
+	if !s.CanUpgrade("a") || s.CanUpgrade("b") || s.CanUpgrade("nope") {
+		t.Fatalf("CanUpgrade: a=%v b=%v", s.CanUpgrade("a"), s.CanUpgrade("b"))
+	}
+	esc, err := s.LoopLimitReached("a", 0, at)
+	if err != nil || esc != Upgraded {
+		t.Fatalf("LoopLimitReached = %v, %v", esc, err)
+	}
+	if s.CanUpgrade("a") {
+		t.Fatal("a task upgraded once can be upgraded again")
+	}
+	if err := s.Looped("zz"); !errors.Is(err, ErrUnknownTask) {
+		t.Fatalf("unknown task: %v", err)
+	}
+}
