@@ -8,7 +8,7 @@ import (
 
 func TestLoopedCountsWhileRunning(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	run := parseRun(t, `{"title":"loops","tasks":[{"id":"a","complexity":2},{"id":"b","complexity":7}]}`)
+	run := parseRun(t, `{"title":"loops","tasks":[{"id":"a","title":"A","complexity":2},{"id":"b","title":"B","complexity":7}]}`)
 	s := New(run, at)
 	if err := s.Looped("a"); !errors.Is(err, ErrTransition) {
 		t.Fatalf("loop of a queued task: %v, want ErrTransition", err)
