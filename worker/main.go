@@ -102,17 +102,16 @@ func run(c config) error {
 
 	w := worker.New(cl, conn.TaskQueue, worker.Options{MaxConcurrentActivityExecutionSize: c.maxActivities})
 	workflows.Register(w)
-	w.RegisterActivity(&activities.Activities{
-		Config: activities.Config{
-			WorkRoot:   layout.Root(),
-			Conductor:  c.conductor,
-			Templates:  templates,
-			StopGrace:  c.stopGrace,
-			TailLinger: c.tailLinger,
-			TailPoll:   c.tailPoll,
-		},
-		Sink: s,
-	})
+	cfg := activities.Config{
+		WorkRoot:   layout.Root(),
+		Conductor:  c.conductor,
+		Templates:  templates,
+		StopGrace:  c.stopGrace,
+		TailLinger: c.tailLinger,
+		TailPoll:   c.tailPoll,
+	}
+	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
+	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
 		"workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
 	if err := w.Start(); err != nil {

@@ -3,10 +3,14 @@ package workflows
 import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/workflows/runapi"
 )
 
-// Register adds the task workflow to a worker or replayer under its stable
-// name, so that the temporal CLI can start it as `TaskWorkflow`.
+// Register adds the task and run workflows to a worker or replayer under
+// their stable names, so that the temporal CLI can start them as
+// `TaskWorkflow` and `RunWorkflow`.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
+	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
 }

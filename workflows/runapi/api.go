@@ -31,9 +31,11 @@ const (
 // WorkflowID is the one workflow id per run.
 func WorkflowID(slug string) string { return "karvi-run-" + slug }
 
-// TaskWorkflowID is the workflow id of a run's task. It is scoped by the
-// run, so two runs may name their tasks alike.
-func TaskWorkflowID(slug, taskID string) string { return "karvi-run-" + slug + "-task-" + taskID }
+// TaskWorkflowID is the workflow id of a run's task: the task workflow's
+// own, because a run's task is a karvi task like any other (one workflow per
+// task, and `starter status <task>` finds it). Task ids are karvi's, unique
+// on the board; two runs that name the same task share it.
+func TaskWorkflowID(taskID string) string { return taskapi.WorkflowID(taskID) }
 
 // RunInput starts a run workflow.
 type RunInput struct {

@@ -1,0 +1,162 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// ErrBadRunStatus: the run's status document or slug cannot be written as
+// given. Retrying cannot help.
+const ErrBadRunStatus = "BadRunStatus"
+
+// WorkflowAwaiter is the part of a Temporal client AwaitTask needs.
+type WorkflowAwaiter interface {
+	GetWorkflow(ctx context.Context, workflowID, runID string) client.WorkflowRun
+}
+
+// RunActivities are the side effects of the run workflow. They are apart from
+// the task's Activities because they need what a task's do not: a Temporal
+// client, to wait for task workflows started by an earlier run of the
+// workflow.
+type RunActivities struct {
+	Config   Config
+	Temporal WorkflowAwaiter
+}
+
+var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// RunStatusRequest asks for a run's status.json to be written.
+type RunStatusRequest struct {
+	Slug string `json:"slug"`
+	// Document is the status.json document, written as given (indented).
+	Document json.RawMessage `json:"document"`
+	// Repo is the run's repository (as RepoDir resolves it), when it has
+	// one: the document is also written to .karimo/prds/<slug>/ in it.
+	Repo string `json:"repo,omitempty"`
+}
+
+// RunStatusResult says where the document went.
+type RunStatusResult struct {
+	Paths []string `json:"paths"`
+}
+
+// RunStatusPath is where a run's status.json lives under the work root.
+func RunStatusPath(root, slug string) string {
+	return filepath.Join(root, "prds", slug, "status.json")
+}
+
+// WriteRunStatus replaces the run's status.json (and its copy in the run's
+// repository) with the document, atomically: a reader sees the old document
+// or the new one, never part of one. Writing the same document again is
+// harmless, so a retry after a crash is too.
+func (a *RunActivities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (RunStatusResult, error) {
+	if !slugRE.MatchString(req.Slug) {
+		return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run slug %q is not kebab-case", req.Slug), ErrBadRunStatus, nil)
+	}
+	var doc any
+	if err := json.Unmarshal(req.Document, &doc); err != nil {
+		return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return RunStatusResult{}, fmt.Errorf("run %s: encode status: %w", req.Slug, err)
+	}
+	data = append(data, '\n')
+	layout, err := NewLayout(a.Config.WorkRoot)
+	if err != nil {
+		return RunStatusResult{}, err
+	}
+	paths := []string{RunStatusPath(layout.Root(), req.Slug)}
+	if req.Repo != "" {
+		repo := resolveExisting(filepath.Clean(req.Repo))
+		if !layout.contains(repo) {
+			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: repository %s is outside the work root %s", req.Slug, req.Repo, layout.Root()), ErrBadRunStatus, nil)
+		}
+		paths = append(paths, filepath.Join(repo, ".karimo", "prds", req.Slug, "status.json"))
+	}
+	for _, p := range paths {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return RunStatusResult{}, fmt.Errorf("run %s: %w", req.Slug, err)
+		}
+		if err := writeFileAtomic(p, data); err != nil {
+			return RunStatusResult{}, fmt.Errorf("run %s: %w", req.Slug, err)
+		}
+		if err := os.Chmod(p, 0o644); err != nil {
+			return RunStatusResult{}, fmt.Errorf("run %s: %w", req.Slug, err)
+		}
+	}
+	return RunStatusResult{Paths: paths}, nil
+}
+
+// AwaitTaskRequest names a task workflow run to wait for.
+type AwaitTaskRequest struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId"`
+}
+
+// AwaitTaskResult is how the awaited run closed: its result when it
+// completed (following its continue-as-new chain), else what closed it.
+type AwaitTaskResult struct {
+	Result *taskapi.Result `json:"result,omitempty"`
+	// Failure says why the workflow closed without a result: failed,
+	// terminated, timed out or cancelled, with the error.
+	Failure string `json:"failure,omitempty"`
+}
+
+// AwaitTask waits for a task workflow started by an earlier run of the run
+// workflow (its child future did not survive continue-as-new) and returns
+// how it ended. It heartbeats while it waits, so a dead worker is noticed
+// and the wait resumes elsewhere; waiting again is harmless.
+func (a *RunActivities) AwaitTask(ctx context.Context, req AwaitTaskRequest) (AwaitTaskResult, error) {
+	if a.Temporal == nil {
+		return AwaitTaskResult{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no Temporal client for the run activities", "NoClient", nil)
+	}
+	stop := heartbeat(ctx, heartbeatEvery)
+	defer stop()
+	var res taskapi.Result
+	err := a.Temporal.GetWorkflow(ctx, req.WorkflowID, req.RunID).Get(ctx, &res)
+	if err == nil {
+		return AwaitTaskResult{Result: &res}, nil
+	}
+	if ctx.Err() != nil {
+		return AwaitTaskResult{}, ctx.Err()
+	}
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return AwaitTaskResult{Failure: fmt.Sprintf("task workflow %s not found", req.WorkflowID)}, nil
+	}
+	if closedWithoutResult(err) {
+		return AwaitTaskResult{Failure: err.Error()}, nil
+	}
+	// A transport error: the activity is retried and waits again.
+	return AwaitTaskResult{}, fmt.Errorf("wait for task workflow %s: %w", req.WorkflowID, err)
+}
+
+// closedWithoutResult tells a workflow that ended badly from a failed wait.
+func closedWithoutResult(err error) bool {
+	var (
+		closed     *temporal.WorkflowExecutionError
+		terminated *temporal.TerminatedError
+		timeout    *temporal.TimeoutError
+		canceled   *temporal.CanceledError
+		app        *temporal.ApplicationError
+		panicked   *temporal.PanicError
+	)
+	return errors.As(err, &closed) || errors.As(err, &terminated) || errors.As(err, &timeout) || errors.As(err, &canceled) ||
+		errors.As(err, &app) || errors.As(err, &panicked)
+}

@@ -1,0 +1,489 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/runplan"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// runActs is only used for its method values, like acts.
+var runActs *activities.RunActivities
+
+// RunWorkflow carries a run of dependent tasks to its end: it starts each
+// task as a child task workflow as soon as every task it depends on is done,
+// never more than the run's concurrency at once; loops a task that ends
+// blocked (upgrading it to the stronger model once it stalls); blocks the
+// dependents of a task that fails for good; and keeps the run's status.json
+// document, written on every change and answered by the status query.
+//
+// Children are started with the ABANDON parent close policy: the run
+// continues-as-new with tasks running, and Temporal's default policy would
+// terminate them when it does.
+func RunWorkflow(ctx workflow.Context, in runapi.RunInput) (runstatus.Status, error) {
+	r, err := newRunFlow(ctx, in)
+	if err != nil {
+		return runstatus.Status{}, err
+	}
+	if err := r.setup(); err != nil {
+		return runstatus.Status{}, err
+	}
+	return r.loop()
+}
+
+type runFlow struct {
+	ctx workflow.Context
+	log log.Logger
+	in  runapi.RunInput
+	run runplan.Run
+	st  runState
+	// inbox holds the task ends not yet applied; the goroutines that wait
+	// for children fill it.
+	inbox []taskEnd
+	// wake is set by update handlers: the loop has something to look at.
+	wake bool
+	// started counts task workflows started by this run of the workflow.
+	started int
+	// written is st.Changes as last written to status.json.
+	written    int
+	statusFile string
+}
+
+func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
+	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1}
+	run, err := runplan.Parse(in.Run)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+	}
+	r.run = run
+	if len(in.Resume) > 0 {
+		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
+			return nil, badRunState(err)
+		}
+		if err := r.st.Doc.Bind(run); err != nil {
+			return nil, badRunState(err)
+		}
+		r.st.ContinuedAsNew++
+		return r, nil
+	}
+	now := workflow.Now(ctx)
+	r.st = runState{Doc: runstatus.New(run, now), Tasks: map[string]*runTask{}}
+	for _, t := range run.Tasks {
+		r.st.Tasks[t.ID] = &runTask{}
+	}
+	if in.Repo != "" {
+		branch := in.FeatureBranch
+		if branch == "" {
+			branch = "feature/" + run.Slug
+		}
+		r.st.Repo = &runRepo{Path: in.Repo, FeatureBranch: branch}
+		r.st.Doc.FeatureBranch = branch
+	}
+	if err := r.st.Doc.Start(now); err != nil {
+		return nil, badRunState(err)
+	}
+	r.changed()
+	return r, nil
+}
+
+func badRunState(err error) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("run state handed over by continue-as-new: %v", err), "BadState", err)
+}
+
+func (r *runFlow) changed() { r.st.Changes++ }
+
+func (r *runFlow) setup() error {
+	if err := workflow.SetQueryHandler(r.ctx, runapi.QueryStatus, func() (runstatus.Status, error) {
+		return r.st.Doc, nil
+	}); err != nil {
+		return fmt.Errorf("register status query: %w", err)
+	}
+	if err := workflow.SetQueryHandler(r.ctx, runapi.QueryView, func() (runapi.View, error) {
+		return r.view(), nil
+	}); err != nil {
+		return fmt.Errorf("register view query: %w", err)
+	}
+	return r.setUpdateHandlers()
+}
+
+func (r *runFlow) loop() (runstatus.Status, error) {
+	r.awaitCarried()
+	for {
+		r.applyEnds()
+		if r.st.Aborting {
+			return r.abort()
+		}
+		if err := r.mergeCompleted(); err != nil {
+			return runstatus.Status{}, err
+		}
+		if err := r.startReady(); err != nil {
+			return runstatus.Status{}, err
+		}
+		if r.finished() {
+			return r.complete()
+		}
+		if err := r.writeStatus(); err != nil {
+			return runstatus.Status{}, err
+		}
+		r.showDetails()
+		if r.shouldContinueAsNew() {
+			return runstatus.Status{}, r.continueAsNew()
+		}
+		if err := workflow.Await(r.ctx, func() bool { return len(r.inbox) > 0 || r.wake }); err != nil {
+			return runstatus.Status{}, err
+		}
+		r.wake = false
+	}
+}
+
+// running counts the tasks with a workflow out.
+func (r *runFlow) running() int {
+	n := 0
+	for _, t := range r.st.Tasks {
+		if t.Running {
+			n++
+		}
+	}
+	return n
+}
+
+// startReady starts the tasks whose dependencies are done, in run file
+// order, up to the run's concurrency.
+func (r *runFlow) startReady() error {
+	free := r.run.Concurrency - r.running()
+	for _, id := range r.st.Doc.Ready() {
+		if free <= 0 {
+			return nil
+		}
+		model := r.st.Doc.Tasks[id].Model
+		if err := r.st.Doc.TaskStarted(id, model, workflow.Now(r.ctx)); err != nil {
+			return fmt.Errorf("start task %s: %w", id, err)
+		}
+		r.changed()
+		if err := r.prepareWorktree(id); err != nil {
+			return err
+		}
+		r.launch(id)
+		free--
+	}
+	return nil
+}
+
+// launch starts the next attempt of a task as a child workflow and waits
+// for it in a goroutine of its own, which reports the end to the inbox.
+func (r *runFlow) launch(id string) {
+	t := r.st.Tasks[id]
+	t.Attempt++
+	t.Running, t.RunID = true, ""
+	attempt := t.Attempt
+	d := r.run.Dispatch(id, r.upstream(id))
+	model := r.st.Doc.Tasks[id].Model
+	d.ModelHint = &model
+	if t.Worktree != "" {
+		d.WorkingDir = t.Worktree
+	}
+	in := TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning}
+	opts := workflow.ChildWorkflowOptions{
+		WorkflowID:            runapi.TaskWorkflowID(id),
+		TaskQueue:             r.in.TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("Task %s of run %s, attempt %d on %s", id, r.run.Slug, attempt, model),
+		StaticDetails:         fmt.Sprintf("**%s**\n\n%s", d.TaskID, clipLine(d.Message, 500)),
+	}
+	r.started++
+	r.log.Info("task started", "task", id, "attempt", attempt, "model", model)
+	workflow.Go(r.ctx, func(gctx workflow.Context) {
+		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(gctx, opts), TaskWorkflowName, in)
+		var ex workflow.Execution
+		if err := f.GetChildWorkflowExecution().Get(gctx, &ex); err != nil {
+			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow did not start: "+err.Error()))
+			return
+		}
+		if cur := r.st.Tasks[id]; cur.Attempt == attempt {
+			cur.RunID = ex.RunID
+		}
+		var res Result
+		if err := f.Get(gctx, &res); err != nil {
+			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+rootMessage(err)))
+			return
+		}
+		r.inbox = append(r.inbox, endOfResult(id, attempt, res))
+	})
+}
+
+// awaitCarried waits, by activity, for the task workflows an earlier run of
+// this workflow started: their child futures did not survive
+// continue-as-new, and the tasks go on regardless (ABANDON).
+func (r *runFlow) awaitCarried() {
+	for _, rt := range r.run.Tasks {
+		id := rt.ID
+		t := r.st.Tasks[id]
+		if !t.Running {
+			continue
+		}
+		attempt, req := t.Attempt, activities.AwaitTaskRequest{WorkflowID: runapi.TaskWorkflowID(id), RunID: t.RunID}
+		workflow.Go(r.ctx, func(gctx workflow.Context) {
+			var res activities.AwaitTaskResult
+			err := workflow.ExecuteActivity(awaitOptions(gctx, id), runActs.AwaitTask, req).Get(gctx, &res)
+			switch {
+			case err != nil:
+				r.inbox = append(r.inbox, endOfFailure(id, attempt, "waiting for the task workflow failed: "+rootMessage(err)))
+			case res.Result != nil:
+				r.inbox = append(r.inbox, endOfResult(id, attempt, *res.Result))
+			default:
+				r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+res.Failure))
+			}
+		})
+	}
+}
+
+// applyEnds takes every task end in the inbox into the document.
+func (r *runFlow) applyEnds() {
+	for len(r.inbox) > 0 {
+		e := r.inbox[0]
+		r.inbox = r.inbox[1:]
+		r.applyEnd(e)
+	}
+}
+
+func (r *runFlow) applyEnd(e taskEnd) {
+	t := r.st.Tasks[e.ID]
+	if t == nil || !t.Running || t.Attempt != e.Attempt {
+		return // an end already taken, or of an attempt given up on
+	}
+	t.Running, t.RunID = false, ""
+	t.CostUSD += e.CostUSD
+	r.changed()
+	doc := &r.st.Doc
+	if r.st.Aborting || doc.Tasks[e.ID].Status != runstatus.TaskRunning {
+		return // the run was aborted: Abort settles the task
+	}
+	now := workflow.Now(r.ctx)
+	if err := doc.Looped(e.ID); err != nil {
+		r.log.Error("loop not counted", "task", e.ID, "error", err)
+	}
+	if e.Completed {
+		t.LastError, t.Summary = "", e.Summary
+		if r.st.Repo != nil {
+			t.Merge = true
+			return
+		}
+		r.taskDone(e.ID)
+		return
+	}
+	t.LastError = e.Error
+	left, _ := doc.LoopsLeft(e.ID)
+	switch {
+	case e.Final:
+		r.taskFailed(e.ID, e.Error)
+	case left > 0:
+		r.log.Info("task loops", "task", e.ID, "loops", doc.Tasks[e.ID].LoopCount, "error", e.Error)
+		r.launch(e.ID)
+	case doc.CanUpgrade(e.ID):
+		if _, err := doc.LoopLimitReached(e.ID, 0, now); err != nil {
+			r.log.Error("upgrade refused", "task", e.ID, "error", err)
+			r.taskFailed(e.ID, e.Error)
+			return
+		}
+		r.log.Info("task stalled; upgraded", "task", e.ID, "model", doc.Tasks[e.ID].Model)
+	default:
+		loops := doc.Tasks[e.ID].LoopCount
+		r.taskFailed(e.ID, fmt.Sprintf("%s (gave up after %d loops)", e.Error, loops))
+	}
+}
+
+func (r *runFlow) taskDone(id string) {
+	if err := r.st.Doc.TaskEnded(id, runstatus.Done, 0, workflow.Now(r.ctx)); err != nil {
+		r.log.Error("task end not recorded", "task", id, "error", err)
+	}
+	r.changed()
+}
+
+func (r *runFlow) taskFailed(id, reason string) {
+	if err := r.st.Doc.TaskEnded(id, runstatus.Failed(reason), 0, workflow.Now(r.ctx)); err != nil {
+		r.log.Error("task end not recorded", "task", id, "error", err)
+	}
+	r.changed()
+}
+
+// upstream is what a task gets to know of the tasks it depends on.
+func (r *runFlow) upstream(id string) []runplan.Upstream {
+	rt, _ := r.run.Task(id)
+	var ups []runplan.Upstream
+	for _, d := range rt.Depends {
+		dt, _ := r.run.Task(d)
+		ups = append(ups, runplan.Upstream{
+			ID: d, Title: dt.Title, Status: string(r.st.Doc.Tasks[d].Status), Summary: r.st.Tasks[d].Summary,
+		})
+	}
+	return ups
+}
+
+// finished: nothing runs, nothing waits to merge, nothing can start.
+func (r *runFlow) finished() bool {
+	if r.running() > 0 {
+		return false
+	}
+	for _, t := range r.st.Tasks {
+		if t.Merge {
+			return false
+		}
+	}
+	return r.st.Doc.Status == runstatus.RunActive && r.st.Doc.Finished()
+}
+
+func (r *runFlow) complete() (runstatus.Status, error) {
+	if err := r.st.Doc.Complete(workflow.Now(r.ctx)); err != nil {
+		return runstatus.Status{}, fmt.Errorf("complete run %s: %w", r.run.Slug, err)
+	}
+	r.changed()
+	return r.close()
+}
+
+// close writes the final document and ends the workflow once no update
+// handler is still running.
+func (r *runFlow) close() (runstatus.Status, error) {
+	if err := r.writeStatus(); err != nil {
+		return runstatus.Status{}, err
+	}
+	r.showDetails()
+	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
+		return runstatus.Status{}, err
+	}
+	r.log.Info("run ended", "run", r.run.Slug, "status", r.st.Doc.Status)
+	return r.st.Doc, nil
+}
+
+// abort stops every running task (each is told to abort, and stops its own
+// conductor) and ends the run.
+func (r *runFlow) abort() (runstatus.Status, error) {
+	reason := firstNonBlank(r.st.AbortReason, "run aborted")
+	var sent []workflow.Future
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		if !t.Running {
+			continue
+		}
+		sent = append(sent, workflow.SignalExternalWorkflow(r.ctx, runapi.TaskWorkflowID(rt.ID), "",
+			SignalAbort, AbortSignal{Reason: reason}))
+	}
+	for _, f := range sent {
+		if err := f.Get(r.ctx, nil); err != nil {
+			r.log.Warn("abort not delivered to a task", "error", err)
+		}
+	}
+	if err := r.st.Doc.Abort(workflow.Now(r.ctx)); err != nil {
+		return runstatus.Status{}, fmt.Errorf("abort run %s: %w", r.run.Slug, err)
+	}
+	r.changed()
+	return r.close()
+}
+
+// writeStatus writes status.json when the document changed since it was
+// last written. A local activity: one marker in history per write.
+func (r *runFlow) writeStatus() error {
+	if r.written == r.st.Changes {
+		return nil
+	}
+	doc, err := json.Marshal(r.st.Doc)
+	if err != nil {
+		return fmt.Errorf("encode run status: %w", err)
+	}
+	req := activities.RunStatusRequest{Slug: r.run.Slug, Document: doc}
+	if r.st.Repo != nil {
+		req.Repo = r.st.Repo.Path
+	}
+	var res activities.RunStatusResult
+	if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
+		return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
+	}
+	if len(res.Paths) > 0 {
+		r.statusFile = res.Paths[0]
+	}
+	r.written = r.st.Changes
+	return nil
+}
+
+// shouldContinueAsNew: when Temporal suggests it, or after the configured
+// number of task starts, and only at a point where nothing is half done: no
+// child between start and started (its run id is what the next run waits
+// on), no merge pending, no update in flight, no end unapplied.
+func (r *runFlow) shouldContinueAsNew() bool {
+	limit := r.in.ContinueAsNewAfter
+	if !workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() && (limit <= 0 || r.started < limit) {
+		return false
+	}
+	for _, t := range r.st.Tasks {
+		if (t.Running && t.RunID == "") || t.Merge {
+			return false
+		}
+	}
+	return len(r.inbox) == 0 && workflow.AllHandlersFinished(r.ctx)
+}
+
+func (r *runFlow) continueAsNew() error {
+	data, err := json.Marshal(r.st)
+	if err != nil {
+		return fmt.Errorf("hand over the run state: %w", err)
+	}
+	next := r.in
+	next.Resume = data
+	r.log.Info("continuing as new", "run", r.run.Slug, "running", r.running())
+	return workflow.NewContinueAsNewError(r.ctx, runapi.RunWorkflowName, next)
+}
+
+// rootMessage is the innermost error's message: what a person reads.
+func rootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+func (r *runFlow) view() runapi.View {
+	v := runapi.View{
+		Slug:           r.run.Slug,
+		Title:          r.run.Title,
+		Concurrency:    r.run.Concurrency,
+		Running:        r.running(),
+		Status:         r.st.Doc,
+		StatusFile:     r.statusFile,
+		AbortReason:    r.st.AbortReason,
+		ContinuedAsNew: r.st.ContinuedAsNew,
+		UpdatedAt:      workflow.Now(r.ctx),
+	}
+	if r.st.Repo != nil {
+		v.Repo = r.st.Repo.Path
+	}
+	order := make([]string, 0, len(r.run.Tasks))
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		order = append(order, rt.ID)
+		v.Tasks = append(v.Tasks, runapi.TaskView{
+			ID: rt.ID, Title: rt.Title, Depends: rt.Depends,
+			WorkflowID: runapi.TaskWorkflowID(rt.ID), Attempt: t.Attempt,
+			CostUSD: t.CostUSD, LastError: t.LastError,
+		})
+	}
+	v.Overlaps = overlaps(r.st.Touched, order)
+	return v
+}
+
+// timeNow is what the run's details print as "updated".
+func formatClock(t time.Time) string { return t.UTC().Format("15:04:05") }

@@ -1,0 +1,286 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// fakeTasks stands in for the task workflows of a run: each task's attempts
+// end as its script says, after a while of workflow time, and the fake
+// records what the run asked of it.
+type fakeTasks struct {
+	mu sync.Mutex
+	// fail: attempts of these tasks end blocked (all of them, or the first
+	// n when failFirst has an entry).
+	fail      map[string]bool
+	failFirst map[string]int
+	// took: how long an attempt runs (default 1m).
+	took  map[string]time.Duration
+	calls []TaskInput
+	// live / maxLive count attempts running at once.
+	live, maxLive int
+	order         []string // "start:<id>" and "end:<id>", in workflow time order
+	aborted       []string // "<id>: <reason>" of each abort signal received
+}
+
+func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
+	id := in.Dispatch.TaskID
+	f.mu.Lock()
+	f.calls = append(f.calls, in)
+	f.live++
+	f.maxLive = max(f.maxLive, f.live)
+	f.order = append(f.order, "start:"+id)
+	n := 0
+	for _, c := range f.calls {
+		if c.Dispatch.TaskID == id {
+			n++
+		}
+	}
+	took := f.took[id]
+	failing := f.fail[id] || n <= f.failFirst[id]
+	f.mu.Unlock()
+	if took == 0 {
+		took = time.Minute
+	}
+	aborted := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(workflow.NewTimer(ctx, took), func(workflow.Future) {})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAbort), func(c workflow.ReceiveChannel, _ bool) {
+		var a AbortSignal
+		c.Receive(ctx, &a)
+		aborted = true
+		f.mu.Lock()
+		f.aborted = append(f.aborted, id+": "+a.Reason)
+		f.mu.Unlock()
+	})
+	sel.Select(ctx)
+	f.mu.Lock()
+	f.live--
+	f.order = append(f.order, "end:"+id)
+	f.mu.Unlock()
+	cost := 0.25
+	res := Result{TaskID: id, Attempt: in.Attempt, Dispatch: in.Dispatch,
+		Attempts: []AttemptSummary{{Attempt: in.Attempt, CostUSD: &cost}}}
+	res.Brief.Plan.TotalPhases = 3
+	res.Brief.CompletedPhases = 3
+	res.Brief.Log = []mapping.LogEntry{{Action: "done", Detail: "all phases of " + id}}
+	if aborted {
+		res.Outcome = mapping.AbortedOutcome()
+		return res, nil
+	}
+	if failing {
+		res.Brief.CompletedPhases = 1
+		res.Outcome = mapping.Outcome{TaskStatus: mapping.TaskBlocked, LastError: "check failed: go test"}
+		return res, nil
+	}
+	res.Outcome = mapping.Outcome{TaskStatus: mapping.TaskCompleted}
+	return res, nil
+}
+
+func (f *fakeTasks) attemptsOf(id string) []TaskInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []TaskInput
+	for _, c := range f.calls {
+		if c.Dispatch.TaskID == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+const diamondRun = `{"title":"Diamond","slug":"diamond","concurrency":2,"tasks":[
+ {"id":"a","title":"A","complexity":2},
+ {"id":"b","title":"B","depends":["a"],"complexity":2},
+ {"id":"c","title":"C","depends":["a"],"complexity":7},
+ {"id":"d","title":"D","depends":["b","c"],"complexity":2},
+ {"id":"e","title":"E","complexity":2}]}`
+
+func runEnv(t *testing.T, f *fakeTasks) (*testsuite.TestWorkflowEnvironment, string) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: TaskWorkflowName})
+	root := t.TempDir()
+	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: root}})
+	return env, root
+}
+
+func runResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) runstatus.Status {
+	t.Helper()
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var doc runstatus.Status
+	require.NoError(t, env.GetWorkflowResult(&doc))
+	return doc
+}
+
+func TestRunDiamond(t *testing.T) {
+	f := &fakeTasks{took: map[string]time.Duration{"e": 5 * time.Minute}}
+	env, root := runEnv(t, f)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
+	doc := runResult(t, env)
+
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Equal(t, &runstatus.Summary{TotalTasks: 5, Successful: 5, TotalLoops: 5, DurationMinutes: 5}, doc.Summary)
+	require.LessOrEqual(t, f.maxLive, 2, "concurrency 2 exceeded")
+	// d starts only once b and c ended, and not in a wave: as soon as both did.
+	pos := func(s string) int { return slices.Index(f.order, s) }
+	require.Greater(t, pos("start:d"), pos("end:b"))
+	require.Greater(t, pos("start:d"), pos("end:c"))
+	require.Greater(t, pos("start:b"), pos("end:a"))
+	// Models: complexity below 5 on sonnet, c on opus, as env for the agent.
+	require.Equal(t, "opus", *f.attemptsOf("c")[0].Dispatch.ModelHint)
+	require.Equal(t, "sonnet", doc.Tasks["a"].Model)
+	// d hears of b and c through its artifacts.
+	d := f.attemptsOf("d")[0].Dispatch
+	require.Len(t, d.Artifacts, 2)
+	require.Equal(t, "b", d.Artifacts[0].ID)
+	require.Equal(t, "done", d.Artifacts[0].Status)
+	require.Contains(t, d.Artifacts[0].Summary, "3/3 phases completed")
+	require.Equal(t, []string{"b", "c"}, d.UpstreamTaskIDs)
+
+	// status.json on disk is the document the workflow returned.
+	data, err := os.ReadFile(filepath.Join(root, "prds", "diamond", "status.json"))
+	require.NoError(t, err)
+	var disk runstatus.Status
+	require.NoError(t, json.Unmarshal(data, &disk))
+	require.Equal(t, doc.Summary, disk.Summary)
+	require.Equal(t, runstatus.RunComplete, disk.Status)
+}
+
+func TestRunFailureCascadeWithLoopsAndUpgrade(t *testing.T) {
+	f := &fakeTasks{fail: map[string]bool{"a": true}}
+	env, _ := runEnv(t, f)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
+	doc := runResult(t, env)
+
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	a := doc.Tasks["a"]
+	require.Equal(t, runstatus.TaskFailed, a.Status)
+	require.Equal(t, "opus", a.Model)
+	require.Equal(t, 1, a.ModelUpgrades)
+	require.Equal(t, 2, a.LoopCount, "loops on opus after the upgrade reset the count")
+	require.Contains(t, a.Error, "check failed: go test")
+	// Five attempts in all: three on sonnet, two on opus, each a new plan.
+	atts := f.attemptsOf("a")
+	require.Len(t, atts, 5)
+	for i, in := range atts {
+		want := "sonnet"
+		if i >= 3 {
+			want = "opus"
+		}
+		require.Equal(t, want, *in.Dispatch.ModelHint, "attempt %d", i+1)
+		require.Equal(t, i+1, in.Attempt)
+	}
+	for _, id := range []string{"b", "c", "d"} {
+		require.Equal(t, runstatus.TaskBlocked, doc.Tasks[id].Status, id)
+		require.Equal(t, []string{"a"}, doc.Tasks[id].BlockedBy, id)
+		require.Empty(t, f.attemptsOf(id), "%s must not start", id)
+	}
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["e"].Status, "independent tasks go on")
+	require.Equal(t, 1, doc.Summary.ModelUpgrades)
+	require.Equal(t, 1, doc.Summary.Failed)
+}
+
+// update sends an update at a point of workflow time and records its answer.
+func update(env *testsuite.TestWorkflowEnvironment, at time.Duration, name string, answers *[]string, args ...any) {
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(name, fmt.Sprintf("%s-%d", name, at), &testsuite.TestUpdateCallback{
+			OnReject:   func(err error) { *answers = append(*answers, name+": rejected: "+err.Error()) },
+			OnAccept:   func() {},
+			OnComplete: func(_ any, err error) { *answers = append(*answers, fmt.Sprintf("%s: %v", name, err)) },
+		}, args...)
+	}, at)
+}
+
+func TestRunPauseResumeSkipRetry(t *testing.T) {
+	// a fails twice (two loops) then passes; e runs long so the run stays
+	// open while a person acts.
+	f := &fakeTasks{failFirst: map[string]int{"a": 5}, took: map[string]time.Duration{"e": 30 * time.Minute}}
+	env, _ := runEnv(t, f)
+	var answers []string
+	update(env, 30*time.Second, runapi.UpdatePause, &answers)
+	update(env, 31*time.Second, runapi.UpdatePause, &answers)
+	update(env, 32*time.Second, runapi.UpdateSkip, &answers, runapi.TaskRequest{Task: "a"})
+	update(env, 33*time.Second, runapi.UpdateRetry, &answers, runapi.TaskRequest{Task: "nope"})
+	update(env, 3*time.Minute, runapi.UpdateResume, &answers)
+	// By 12m, a has failed for good (5 loops), b, c and d are blocked.
+	var mid runstatus.Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(runapi.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&mid))
+	}, 12*time.Minute)
+	update(env, 13*time.Minute, runapi.UpdateRetry, &answers, runapi.TaskRequest{Task: "a"})
+	update(env, 13*time.Minute+time.Second, runapi.UpdateSkip, &answers, runapi.TaskRequest{Task: "c"})
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
+	doc := runResult(t, env)
+
+	require.Equal(t, []string{
+		"pause: <nil>",
+		"pause: rejected: run diamond: cannot pause: it is paused: invalid transition",
+		"skip: rejected: task a: cannot skip: it is running: invalid transition",
+		"retry: rejected: task nope: unknown task",
+		"resume: <nil>",
+		"retry: <nil>",
+		"skip: <nil>",
+	}, answers)
+	// While paused, nothing new started: e and a had started before the pause
+	// (concurrency 2); a's loops went on, b waited.
+	require.Equal(t, runstatus.TaskFailed, mid.Tasks["a"].Status)
+	require.Equal(t, runstatus.TaskBlocked, mid.Tasks["d"].Status)
+	// After the retry a passed (its sixth attempt), c was skipped, so b and d ran.
+	require.Equal(t, runstatus.RunComplete, doc.Status, "skipped tasks count as done")
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["a"].Status)
+	require.Equal(t, runstatus.TaskSkipped, doc.Tasks["c"].Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["d"].Status)
+	require.Len(t, f.attemptsOf("a"), 6)
+	require.Empty(t, f.attemptsOf("c"))
+	require.Equal(t, &runstatus.Summary{TotalTasks: 5, Successful: 4, Skipped: 1, TotalLoops: 4, // a counts its one loop since the retry
+
+		ModelUpgrades: 1, DurationMinutes: doc.Summary.DurationMinutes}, doc.Summary)
+}
+
+func TestRunAbort(t *testing.T) {
+	f := &fakeTasks{took: map[string]time.Duration{"a": time.Hour, "e": time.Hour}}
+	env, _ := runEnv(t, f)
+	var answers []string
+	update(env, time.Minute, runapi.UpdateAbort, &answers, runapi.AbortRequest{Reason: "wrong branch"})
+	update(env, 2*time.Minute, runapi.UpdatePause, &answers)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
+	doc := runResult(t, env)
+	require.Equal(t, []string{"abort: <nil>"}, answers[:1])
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	require.ElementsMatch(t, []string{"a: wrong branch", "e: wrong branch"}, f.aborted)
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks["a"].Status)
+	require.Equal(t, "run aborted", doc.Tasks["a"].Error)
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks["b"].Status)
+}
+
+func TestRunRejectsBadRunFile(t *testing.T) {
+	f := &fakeTasks{}
+	env, _ := runEnv(t, f)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(`{"title":"x","tasks":[{"id":"a","title":"A","depends":["a"]}]}`)})
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.True(t, strings.Contains(err.Error(), "invalid run file") && strings.Contains(err.Error(), "task a"), err.Error())
+}

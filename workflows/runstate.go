@@ -1,0 +1,145 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// runState is what the run workflow hands over on continue-as-new: the
+// status.json document and, per task, what the document does not say.
+type runState struct {
+	Doc   runstatus.Status    `json:"doc"`
+	Tasks map[string]*runTask `json:"tasks"`
+	// Repo is set when the run works in a git repository.
+	Repo *runRepo `json:"repo,omitempty"`
+	// Touched lists, per task, the paths its merged branch changed.
+	Touched     map[string][]string `json:"touched,omitempty"`
+	Aborting    bool                `json:"aborting,omitempty"`
+	AbortReason string              `json:"abortReason,omitempty"`
+	// Changes counts changes to the document, so that it is written once
+	// per batch of them.
+	Changes        int `json:"changes"`
+	ContinuedAsNew int `json:"continuedAsNew"`
+}
+
+// runTask is the run's own record of one task.
+type runTask struct {
+	// Attempt is the attempt number of the task's latest workflow: every
+	// loop, upgrade and retry starts a new one, so each has a fresh plan name.
+	Attempt int `json:"attempt,omitempty"`
+	// Running: a task workflow of this attempt is out; RunID is its run id
+	// once it started (an earlier run of the run workflow waits on it by id).
+	Running bool    `json:"running,omitempty"`
+	RunID   string  `json:"runId,omitempty"`
+	CostUSD float64 `json:"costUsd,omitempty"`
+	// LastError is the latest attempt's error; Summary what a dependent
+	// reads of the task once it is done.
+	LastError string `json:"lastError,omitempty"`
+	Summary   string `json:"summary,omitempty"`
+	// Merge: the task completed and its branch waits to be merged.
+	Merge    bool   `json:"merge,omitempty"`
+	Worktree string `json:"worktree,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+}
+
+// runRepo is the run's git repository and the branch its tasks merge into.
+type runRepo struct {
+	Path          string `json:"path"`
+	FeatureBranch string `json:"featureBranch"`
+}
+
+// taskEnd is how one attempt of a task ended, as the run learns it from the
+// child's result, or from waiting for a child started before continue-as-new.
+type taskEnd struct {
+	ID      string
+	Attempt int
+	// Completed: the attempt ended with the task completed.
+	Completed bool
+	// Final: looping again cannot help (aborted by a person, the workflow
+	// failed or was terminated).
+	Final   bool
+	Error   string
+	Summary string
+	CostUSD float64
+}
+
+// endOfResult reads a task workflow's result.
+func endOfResult(id string, attempt int, res Result) taskEnd {
+	e := taskEnd{ID: id, Attempt: attempt, Summary: briefSummary(res.Brief)}
+	for _, a := range res.Attempts {
+		if a.CostUSD != nil {
+			e.CostUSD += *a.CostUSD
+		}
+	}
+	switch res.Outcome.TaskStatus {
+	case mapping.TaskCompleted:
+		e.Completed = true
+	default:
+		e.Error = firstNonBlank(res.Outcome.LastError, res.Outcome.BlockerReason, "task ended "+string(res.Outcome.TaskStatus))
+		e.Final = res.Outcome.LastError == mapping.MsgUserAbort
+	}
+	return e
+}
+
+// endOfFailure is the end of an attempt whose workflow closed without a
+// result.
+func endOfFailure(id string, attempt int, what string) taskEnd {
+	return taskEnd{ID: id, Attempt: attempt, Final: true, Error: what}
+}
+
+// briefSummary is the line a dependent task gets about an upstream one:
+// how far its plan went, what it cost, and the last thing it logged.
+func briefSummary(b mapping.Brief) string {
+	var parts []string
+	if b.Plan.TotalPhases > 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d phases completed", b.CompletedPhases, b.Plan.TotalPhases))
+	}
+	if b.Cost.TotalUSD != nil {
+		parts = append(parts, fmt.Sprintf("cost $%.2f", *b.Cost.TotalUSD))
+	}
+	if n := len(b.Log); n > 0 {
+		last := b.Log[n-1]
+		parts = append(parts, strings.TrimSpace(last.Action+" "+last.Detail))
+	}
+	return clipLine(strings.Join(parts, "; "), 300)
+}
+
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return strings.TrimSpace(s[:n]) + "…"
+}
+
+func firstNonBlank(s ...string) string {
+	for _, v := range s {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// overlaps lists the paths more than one task changed, sorted by path.
+func overlaps(touched map[string][]string, order []string) []runapi.Overlap {
+	by := map[string][]string{}
+	for _, id := range order {
+		for _, p := range touched[id] {
+			by[p] = append(by[p], id)
+		}
+	}
+	var out []runapi.Overlap
+	for p, ids := range by {
+		if len(ids) > 1 {
+			out = append(out, runapi.Overlap{Path: p, Tasks: ids})
+		}
+	}
+	slices.SortFunc(out, func(a, b runapi.Overlap) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
