@@ -17,15 +17,22 @@ import (
 type command struct {
 	name, arg, summary string
 	flags              func(fs *flag.FlagSet, o *options)
+	// nargs is how many arguments arg names (default one).
+	nargs int
 }
+
+func (c *command) wantArgs() int { return max(c.nargs, 1) }
 
 // options are the subcommands' own flags.
 type options struct {
-	follow    bool
-	json      bool
-	reason    string
-	templates string
-	attempt   int
+	repo          string
+	featureBranch string
+	wait          bool
+	follow        bool
+	json          bool
+	reason        string
+	templates     string
+	attempt       int
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -63,6 +70,18 @@ var commands = []*command{
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
+	{name: "run start", arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
+	{name: "run pause", arg: "<slug>", summary: "start no new task of the run (running ones go on)"},
+	{name: "run resume", arg: "<slug>", summary: "let a paused run start tasks again"},
+	{name: "run skip", arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
+	{name: "run retry", arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
+	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
+}
+
+func runStartFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.repo, "repo", "", "git repository `dir` (inside the worker's work root) the tasks work in, each on a worktree of its own")
+	fs.StringVar(&o.featureBranch, "feature-branch", "", "`branch` the tasks' branches merge into (default feature/<slug>)")
+	fs.BoolVar(&o.wait, "wait", false, "wait for the run to end and print its final status")
 }
 
 // commandName joins a two-word command's second word to name when together
@@ -89,6 +108,8 @@ type invocation struct {
 	conn temporalconn.Flags
 	opts options
 	arg  string
+	// args are all the arguments; arg is the first.
+	args []string
 }
 
 // usageError is a mistake on the command line; cmd is the command it
@@ -173,11 +194,15 @@ func parseArgs(args []string) (invocation, error) {
 		positional = append(positional, left[0])
 		rest = left[1:]
 	}
-	if len(positional) != 1 {
+	if want := inv.cmd.wantArgs(); len(positional) != want {
+		what := "exactly one argument"
+		if want > 1 {
+			what = fmt.Sprintf("%d arguments", want)
+		}
 		return inv, &usageError{cmd: inv.cmd,
-			msg: fmt.Sprintf("%s takes exactly one argument, %s; got %d", inv.cmd.name, inv.cmd.arg, len(positional))}
+			msg: fmt.Sprintf("%s takes %s, %s; got %d", inv.cmd.name, what, inv.cmd.arg, len(positional))}
 	}
-	inv.arg = positional[0]
+	inv.arg, inv.args = positional[0], positional
 	return inv, nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -111,6 +112,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printJSON(stdout, b)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
+	case "run start":
+		return startRun(ctx, cl, conn.TaskQueue, inv, stdin, stdout)
+	case "run pause":
+		return updateRun(ctx, cl, arg, runapi.UpdatePause, nil, stdout)
+	case "run resume":
+		return updateRun(ctx, cl, arg, runapi.UpdateResume, nil, stdout)
+	case "run skip":
+		return updateRun(ctx, cl, arg, runapi.UpdateSkip, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
+	case "run retry":
+		return updateRun(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
+	case "run abort":
+		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {
