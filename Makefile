@@ -11,7 +11,7 @@ TAGS      := realserver
 # Fuzz targets get a short bounded run in CI; override FUZZTIME for longer.
 FUZZTIME  ?= 10s
 
-.PHONY: all build tools temporal test unit check lint fuzz run bench clean
+.PHONY: all build tools temporal test unit check lint fuzz run run-many bench clean
 
 all: build
 
@@ -64,6 +64,11 @@ fuzz:
 # simulator and the file brief sink, the sample dispatch followed to its end.
 run: temporal build
 	./scripts/run-main.sh
+
+# The run of many dependent tasks (testdata/runs/sample.json) on the same
+# embedded default.
+run-many: temporal build
+	./scripts/run-many.sh
 
 # Benchmarks (BENCHMARKS.md): a dev server, the worker, the simulator and
 # karvi fakes on 127.0.0.1; prints a report and writes results.json,

@@ -6,60 +6,15 @@
 # to look around in the Web UI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-PORT=${TEMPORAL_PORT:-7233}
-UI_PORT=${TEMPORAL_UI_PORT:-8233}
-DISPATCH=${DISPATCH:-testdata/sample/dispatch.json}
 RUN=.run/main
-ADDR=127.0.0.1:$PORT
+DISPATCH=${DISPATCH:-testdata/sample/dispatch.json}
+. scripts/devstack.sh
 
-port_busy() { (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
-for p in "$PORT" "$UI_PORT"; do
-  if port_busy "$p"; then
-    echo "run: 127.0.0.1:$p is already in use; stop what listens there or set TEMPORAL_PORT / TEMPORAL_UI_PORT" >&2
-    exit 1
-  fi
-done
-
-rm -rf "$RUN"
-mkdir -p "$RUN"
-pids=()
-cleanup() {
-  local status=$?
-  for ((i=${#pids[@]}-1; i>=0; i--)); do
-    kill "${pids[i]}" 2>/dev/null || true
-    wait "${pids[i]}" 2>/dev/null || true
-  done
-  exit $status
-}
-trap cleanup EXIT INT TERM
-
-# Eager activities and a faster transfer queue: the dev server's defaults
-# add ~80 ms to every event's way to the brief (BENCHMARKS.md).
-echo "run: starting Temporal dev server on $ADDR (Web UI http://127.0.0.1:$UI_PORT)"
-bin/temporal server start-dev --ip 127.0.0.1 --ui-ip 127.0.0.1 --port "$PORT" --ui-port "$UI_PORT" \
-  --db-filename "$RUN/temporal.db" --log-level warn \
-  --dynamic-config-value system.enableActivityEagerExecution=true \
-  --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
-  --search-attribute KarviTaskId=Keyword --search-attribute EddaPlanName=Keyword \
-  --search-attribute EddaCurrentPhase=Keyword --search-attribute KarviTaskStatus=Keyword \
-  >"$RUN/temporal.log" 2>&1 &
-pids+=($!)
-
-for _ in $(seq 1 300); do
-  if bin/temporal operator cluster health --address "$ADDR" >/dev/null 2>&1; then break; fi
-  if ! kill -0 "${pids[0]}" 2>/dev/null; then echo "run: dev server died; see $RUN/temporal.log" >&2; exit 1; fi
-  sleep 0.2
-done
-bin/temporal operator cluster health --address "$ADDR" >/dev/null
-
-echo "run: starting worker (conductor: simulator, sink: files in $RUN/briefs)"
+start_server
 # The simulator runs each phase's checks for real by default; the sample has
 # no Rust project or git repo, so its checks are simulated as passing.
-EDDASIM_SCENARIO=${EDDASIM_SCENARIO:-"checks=pass delay=1500ms; phase=implement cost=0.85; phase=test cost=0.42; phase=docs cost=0.18"} \
-  bin/worker -address "$ADDR" -work-root "$RUN/work" -conductor "$PWD/bin/eddasim" \
-  -sink file -sink-dir "$RUN/briefs" >"$RUN/worker.log" 2>&1 &
-pids+=($!)
+export EDDASIM_SCENARIO=${EDDASIM_SCENARIO:-"checks=pass delay=1500ms; phase=implement cost=0.85; phase=test cost=0.42; phase=docs cost=0.18"}
+start_worker
 
 TASK=$(sed -n 's/.*"taskId"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$DISPATCH" | head -1)
 bin/starter start -address "$ADDR" -follow "$DISPATCH"
@@ -70,8 +25,4 @@ bin/starter brief -address "$ADDR" "$TASK"
 echo "== task status (file sink: $RUN/briefs/$TASK/status.json) =="
 cat "$RUN/briefs/$TASK/status.json"
 echo
-
-if [ "${KEEP:-0}" = 1 ]; then
-  echo "run: KEEP=1: dev server and worker stay up; Web UI http://127.0.0.1:$UI_PORT ; Ctrl-C to stop"
-  wait "${pids[0]}"
-fi
+keep_if_asked

@@ -25,7 +25,7 @@ func TestRunPlanPrintsTheDryRun(t *testing.T) {
 	lines := strings.Split(out, "\n")
 	require.Equal(t, "run "+r.Slug+": User profiles", lines[0])
 	require.Equal(t, "workflow karvi-run-"+r.Slug+", concurrency 2, 6 tasks in 3 levels", lines[1])
-	require.Contains(t, out, "start order:\n  1: schema lint changelog\n  2: api ui\n  3: e2e\n")
+	require.Contains(t, out, "start order:\n  1: schema lint\n  2: api ui changelog\n  3: e2e\n")
 	rows := map[string][]string{}
 	for _, l := range lines {
 		if f := strings.Fields(l); len(f) == 6 {

@@ -300,8 +300,12 @@ func (r *runFlow) applyEnd(e taskEnd) {
 		}
 		r.log.Info("task stalled; upgraded", "task", e.ID, "model", doc.Tasks[e.ID].Model)
 	default:
-		loops := doc.Tasks[e.ID].LoopCount
-		r.taskFailed(e.ID, fmt.Sprintf("%s (gave up after %d loops)", e.Error, loops))
+		dt := doc.Tasks[e.ID]
+		gaveUp := fmt.Sprintf("gave up after %d loops on %s", dt.LoopCount, dt.Model)
+		if dt.ModelUpgrades > 0 {
+			gaveUp = fmt.Sprintf("gave up after %d loops on %s, upgraded from %s after %d", dt.LoopCount, dt.Model, runplan.ModelSonnet, runstatus.StallLoops)
+		}
+		r.taskFailed(e.ID, fmt.Sprintf("%s (%s)", e.Error, gaveUp))
 	}
 }
 
