@@ -214,6 +214,7 @@ func (r *runFlow) launch(id string) {
 		}
 		if cur := r.st.Tasks[id]; cur.Attempt == attempt {
 			cur.RunID = ex.RunID
+			r.wake = true // a continue-as-new may have waited for this
 		}
 		var res Result
 		if err := f.Get(gctx, &res); err != nil {

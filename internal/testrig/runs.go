@@ -1,0 +1,146 @@
+//go:build realserver
+
+package testrig
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/runplan"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// StartRun starts a run workflow on the rig's queue. Cleanup closes it and
+// every task workflow it may have started.
+func (r *Rig) StartRun(in runapi.RunInput) (client.WorkflowRun, runplan.Run) {
+	r.t.Helper()
+	run, err := runplan.Parse(in.Run)
+	require.NoError(r.t, err)
+	id := runapi.WorkflowID(run.Slug)
+	wr, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                r.Queue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, runapi.RunWorkflowName, in)
+	require.NoError(r.t, err)
+	r.Track(id)
+	for _, t := range run.Tasks {
+		r.Track(runapi.TaskWorkflowID(t.ID))
+	}
+	return wr, run
+}
+
+// RunResult waits for a run's final document; the deadline only keeps a
+// hung test from hanging the suite.
+func (r *Rig) RunResult(wr client.WorkflowRun, within time.Duration) runstatus.Status {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var doc runstatus.Status
+	require.NoError(r.t, wr.Get(ctx, &doc))
+	return doc
+}
+
+// RunView queries a run's view.
+func (r *Rig) RunView(slug string) runapi.View {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := r.Client.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", runapi.QueryView)
+	require.NoError(r.t, err)
+	var view runapi.View
+	require.NoError(r.t, v.Get(&view))
+	return view
+}
+
+// WaitRun polls the run's view until cond holds (what names it in the
+// failure message), for at most two minutes.
+func (r *Rig) WaitRun(slug, what string, cond func(runapi.View) bool) runapi.View {
+	r.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		v := r.RunView(slug)
+		if cond(v) {
+			return v
+		}
+		if time.Now().After(deadline) {
+			data, _ := json.MarshalIndent(v.Status, "", "  ")
+			r.t.Fatalf("run %s: timed out waiting for %s; status:\n%s", slug, what, data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// UpdateRun sends one of the run's updates and returns its answer.
+func (r *Rig) UpdateRun(slug, name string, args ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := r.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: runapi.WorkflowID(slug), UpdateName: name, Args: args,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
+}
+
+// LiveSampler samples how many conductors run at once under the work root,
+// from the process table, every 20 ms until Stop.
+type LiveSampler struct {
+	stop, done chan struct{}
+	max        int
+	perTask    map[string]int
+	samples    int
+	err        error
+}
+
+// SampleLive starts a LiveSampler.
+func (r *Rig) SampleLive() *LiveSampler {
+	s := &LiveSampler{stop: make(chan struct{}), done: make(chan struct{}), perTask: map[string]int{}}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			live, err := LiveRunsByTask(r.WorkRoot)
+			if err != nil {
+				s.err = err
+				return
+			}
+			s.samples++
+			n := 0
+			for task, k := range live {
+				n += k
+				s.perTask[task] = max(s.perTask[task], k)
+			}
+			s.max = max(s.max, n)
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Stop ends the sampling and returns the most conductors seen at once; it
+// asserts that no task ever had two.
+func (s *LiveSampler) Stop(t require.TestingT) int {
+	close(s.stop)
+	<-s.done
+	require.NoError(t, s.err, "sampling the process table")
+	require.NotZero(t, s.samples)
+	for task, n := range s.perTask {
+		require.LessOrEqual(t, n, 1, "task %s had %d live conductors at once", task, n)
+	}
+	return s.max
+}
