@@ -212,3 +212,18 @@ func mustNotContain(t *testing.T, out string, unwanted ...string) {
 		}
 	}
 }
+
+// The README shows the running diamond as this package draws it.
+func TestREADMEShowsTheDiamond(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "diamond.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```\n"+string(golden)+"```\n") {
+		t.Error("README's sample of `starter run status` is not testdata/diamond.golden: copy it over")
+	}
+}
