@@ -62,6 +62,8 @@ var commands = []*command{
 		}},
 	{name: "run plan", arg: "<run.json|->", summary: "dry run of a run file: start order, models, plans (no Temporal needed)",
 		flags: templatesFlag},
+	{name: "run status", arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
+		flags: runStatusFlags},
 	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow", flags: followFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",

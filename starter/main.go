@@ -110,6 +110,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		return printJSON(stdout, b)
+	case "run status":
+		return runStatus(ctx, temporalRuns{cl}, arg, stdout, runStatusOptionsFor(stdout, inv.opts))
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "run start":
