@@ -132,7 +132,7 @@ func (f *fixture) View() runapi.View {
 	for _, task := range f.run.Tasks {
 		tv := *f.extra[task.ID]
 		tv.ID, tv.Title, tv.Depends = task.ID, task.Title, task.Depends
-		tv.WorkflowID = runapi.TaskWorkflowID(f.run.Slug, task.ID)
+		tv.WorkflowID = runapi.TaskWorkflowID(task.ID)
 		v.Tasks = append(v.Tasks, tv)
 		if f.s.Tasks[task.ID].Status == runstatus.TaskRunning {
 			v.Running++
@@ -228,8 +228,8 @@ func pausedRun(t *testing.T) (runapi.View, time.Time) {
 func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
 	f := sampleFixture(t)
 	f.view.Repo = "/srv/work/webapp"
-	f.view.StatusFile = "/srv/work/webapp/.karimo/prds/user-profiles-772234/status.json"
-	f.s.FeatureBranch = "feature/user-profiles-772234"
+	f.view.StatusFile = "/srv/work/webapp/.karimo/prds/user-profiles/status.json"
+	f.s.FeatureBranch = "feature/user-profiles"
 	f.startRun()
 	f.start("schema", "lint")
 	f.at(3*time.Minute).done("lint", 1, 0.40)
@@ -246,8 +246,8 @@ func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
 	ui.Status = runstatus.TaskNeedsHumanRebase
 	ui.ConflictAt = f.now.Add(20 * time.Second)
 	ui.ConflictFiles = []string{"src/profile/types.ts", "src/profile/api.ts"}
-	ui.Branch = "karimo/user-profiles-772234/ui"
-	ui.Worktree = ".worktrees/user-profiles-772234/ui"
+	ui.Branch = "karimo/user-profiles/ui"
+	ui.Worktree = ".worktrees/user-profiles/ui"
 	f.view.Overlaps = []runapi.Overlap{
 		{Path: "src/profile/api.ts", Tasks: []string{"api", "ui"}},
 		{Path: "src/profile/types.ts", Tasks: []string{"schema", "api", "ui"}},

@@ -55,14 +55,14 @@ var scenarios = []scenario{
 		mustContain(t, out, "paused · started",
 			"lint paused (stall) at 03:13:00 after 2 loops on opus: it stalled and waits for a person",
 			"sonnet->opus",
-			"  lint paused (stall)\n    retry: starter run retry user-profiles-772234 lint",
-			"  the run is paused: no task starts until it resumes\n    resume: starter run resume user-profiles-772234")
+			"  lint paused (stall)\n    holds up changelog\n    retry: starter run retry user-profiles lint",
+			"  the run is paused: no task starts until it resumes\n    resume: starter run resume user-profiles")
 	}},
 	{"rebase", rebaseConflict, func(t *testing.T, out string) {
-		mustContain(t, out, "repo /srv/work/webapp · branch feature/user-profiles-772234 · status file ",
+		mustContain(t, out, "repo /srv/work/webapp · branch feature/user-profiles · status file ",
 			"needs-human-rebase",
 			"conflicts: src/profile/types.ts, src/profile/api.ts",
-			"ui needs a human rebase: conflicts in src/profile/types.ts, src/profile/api.ts (worktree .worktrees/user-profiles-772234/ui)",
+			"ui needs a human rebase: conflicts in src/profile/types.ts, src/profile/api.ts (worktree .worktrees/user-profiles/ui)",
 			"src/profile/types.ts changed by schema, api, ui",
 			"[!] ui")
 	}},

@@ -84,7 +84,7 @@ func runViews(t *testing.T, bFails bool) (ready, first, second, ended runapi.Vie
 		v := runapi.View{Slug: r.Slug, Title: r.Title, Concurrency: r.Concurrency, Status: s.Clone(), UpdatedAt: runT0}
 		for _, task := range r.Tasks {
 			v.Tasks = append(v.Tasks, runapi.TaskView{ID: task.ID, Title: task.Title, Depends: task.Depends,
-				WorkflowID: runapi.TaskWorkflowID(r.Slug, task.ID)})
+				WorkflowID: runapi.TaskWorkflowID(task.ID)})
 			if s.Tasks[task.ID].Status == runstatus.TaskRunning {
 				v.Running++
 			}
