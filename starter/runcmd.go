@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/runplan"
-	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
 )
 
@@ -49,11 +48,10 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if !inv.opts.wait {
 		return nil
 	}
-	var doc runstatus.Status
-	if err := run.Get(ctx, &doc); err != nil {
+	if err := run.Get(ctx, nil); err != nil {
 		return fmt.Errorf("run %s: %w", r.Slug, err)
 	}
-	return printRunEnd(stdout, r, doc)
+	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{}))
 }
 
 // runDetails is the Web UI's static details of a run: its goal and tasks.
@@ -67,27 +65,6 @@ func runDetails(r runplan.Run) string {
 		s += ", repository " + r.Repo
 	}
 	return s
-}
-
-// printRunEnd prints how a run ended: a line per task and the summary.
-func printRunEnd(w io.Writer, r runplan.Run, doc runstatus.Status) error {
-	fmt.Fprintf(w, "run %s ended %s\n", r.Slug, doc.Status)
-	for _, t := range r.Tasks {
-		dt := doc.Tasks[t.ID]
-		line := fmt.Sprintf("  %-12s %-10s %-7s loops %d", t.ID, dt.Status, dt.Model, dt.LoopCount)
-		switch {
-		case len(dt.BlockedBy) > 0:
-			line += "  blocked by " + fmt.Sprint(dt.BlockedBy)
-		case dt.Error != "":
-			line += "  " + dt.Error
-		}
-		fmt.Fprintln(w, line)
-	}
-	if s := doc.Summary; s != nil {
-		fmt.Fprintf(w, "summary: %d tasks, %d successful, %d failed, %d skipped, %d loops, %d model upgrades, %d min\n",
-			s.TotalTasks, s.Successful, s.Failed, s.Skipped, s.TotalLoops, s.ModelUpgrades, s.DurationMinutes)
-	}
-	return nil
 }
 
 // updateRun sends one of the run's updates and waits for its answer: a
