@@ -125,10 +125,26 @@ func Prepare(ctx context.Context, repo, featureBranch, base string) (Prepared, e
 				root, featureBranch, w.path, featureBranch, ErrInUse)
 		}
 	}
-	if err := exclude(ctx, root); err != nil {
-		return Prepared{}, err
+	if err := exclude(ctx, root, "/"+Dir+"/"); err != nil {
+		return Prepared{}, fmt.Errorf("prepare %s: %w", root, err)
 	}
 	return p, nil
+}
+
+// Exclude adds patterns to the repository's info/exclude, each unless a
+// line already says the same (with or without its leading and trailing
+// slash). That file is the repository's own ignore list, shared by all
+// its worktrees and never committed; the user's .gitignore stays as it
+// is.
+func Exclude(ctx context.Context, repo string, patterns ...string) error {
+	root, err := topLevel(ctx, repo)
+	if err != nil {
+		return err
+	}
+	if err := exclude(ctx, root, patterns...); err != nil {
+		return fmt.Errorf("exclude in %s: %w", root, err)
+	}
+	return nil
 }
 
 // isIntegration reports whether path is the integration worktree of some
@@ -137,42 +153,47 @@ func isIntegration(root, path string) bool {
 	return filepath.Base(path) == integration && filepath.Dir(filepath.Dir(path)) == filepath.Join(root, Dir)
 }
 
-// exclude adds /.worktrees/ to the repository's info/exclude unless a line
-// already ignores it. info/exclude belongs to the repository, not to the
-// user's commits, and is shared by all its worktrees.
-func exclude(ctx context.Context, root string) error {
+func exclude(ctx context.Context, root string, patterns ...string) error {
 	path, err := gitLine(ctx, root, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
 	if err != nil {
-		return fmt.Errorf("prepare %s: %w", root, err)
+		return err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("prepare %s: %w", root, err)
+		return err
 	}
+	have := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(string(data)))
 	for sc.Scan() {
-		switch strings.TrimSpace(sc.Text()) {
-		case Dir, Dir + "/", "/" + Dir, "/" + Dir + "/":
-			return nil
+		have[strings.Trim(strings.TrimSpace(sc.Text()), "/")] = true
+	}
+	var add strings.Builder
+	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
+		add.WriteString("\n")
+	}
+	n := add.Len()
+	for _, p := range patterns {
+		if key := strings.Trim(p, "/"); !have[key] {
+			have[key] = true
+			add.WriteString(p + "\n")
 		}
 	}
-	line := "/" + Dir + "/\n"
-	if len(data) > 0 && !strings.HasSuffix(string(data), "\n") {
-		line = "\n" + line
+	if add.Len() == n {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("prepare %s: %w", root, err)
+		return err
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("prepare %s: %w", root, err)
+		return err
 	}
-	if _, err := f.WriteString(line); err != nil {
+	if _, err := f.WriteString(add.String()); err != nil {
 		f.Close()
-		return fmt.Errorf("prepare %s: write %s: %w", root, path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("prepare %s: write %s: %w", root, path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -142,6 +142,14 @@ func TestPrepare(t *testing.T) {
 	if data, _ := os.ReadFile(exclude); string(data) != ".worktrees\n" {
 		t.Errorf("exclude: %q", data)
 	}
+	for range 2 {
+		if err := Exclude(ctx, repo, "/.edda/conductor/", "*.tmp", "/.worktrees/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data, _ := os.ReadFile(exclude); string(data) != ".worktrees\n/.edda/conductor/\n*.tmp\n" {
+		t.Errorf("exclude: %q", data)
+	}
 }
 
 func TestPrepareRefuses(t *testing.T) {
