@@ -101,6 +101,9 @@ func Prepare(ctx context.Context, repo, featureBranch, base string) (Prepared, e
 		if err != nil {
 			return Prepared{}, fmt.Errorf("prepare %s: base: %w", root, err)
 		}
+		if err := checkNoClash(ctx, root, featureBranch); err != nil {
+			return Prepared{}, fmt.Errorf("prepare %s: %w", root, err)
+		}
 		// The empty old value makes the update fail if the branch appeared
 		// meanwhile, instead of moving it.
 		if _, err := git(ctx, root, "update-ref", "-m", "karvi-edda: feature branch from "+base,
@@ -231,6 +234,9 @@ func Create(ctx context.Context, repo, slug, task, featureBranch string) (Worktr
 	}
 	args := []string{"worktree", "add", "--quiet", wt.Path, wt.Branch}
 	if tip == "" {
+		if err := checkNoClash(ctx, root, wt.Branch); err != nil {
+			return Worktree{}, fmt.Errorf("create worktree for task %s: %w", task, err)
+		}
 		args = []string{"worktree", "add", "--quiet", "--no-track", "-b", wt.Branch, wt.Path, feature}
 	}
 	if _, err := git(ctx, root, args...); err != nil {
@@ -437,6 +443,32 @@ func checkBranchName(ctx context.Context, root, name string) error {
 	}
 	if err != nil || got != name {
 		return fmt.Errorf("branch name %q is not a valid git branch name: %w", name, ErrInvalidName)
+	}
+	return nil
+}
+
+// checkNoClash refuses a new branch that an existing one keeps from
+// being made: git stores a branch as a file under refs/heads/, so a/b
+// cannot exist beside a branch a, nor beside a/b/c.
+func checkNoClash(ctx context.Context, root, branch string) error {
+	parts := strings.Split(branch, "/")
+	for i := 1; i < len(parts); i++ {
+		prefix := strings.Join(parts[:i], "/")
+		tip, err := branchTip(ctx, root, prefix)
+		if err != nil {
+			return err
+		}
+		if tip != "" {
+			return fmt.Errorf("branch %s cannot be made beside the branch %s: %w", branch, prefix, ErrInvalidName)
+		}
+	}
+	// A pattern matches the ref itself and every ref below it.
+	out, err := gitLine(ctx, root, "for-each-ref", "--count=1", "--format=%(refname)", "refs/heads/"+branch)
+	if err != nil {
+		return err
+	}
+	if below := strings.TrimPrefix(out, "refs/heads/"); below != "" && below != branch {
+		return fmt.Errorf("branch %s cannot be made beside the branch %s: %w", branch, below, ErrInvalidName)
 	}
 	return nil
 }

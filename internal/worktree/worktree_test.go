@@ -161,6 +161,8 @@ func TestPrepareRefuses(t *testing.T) {
 	gitT(t, filepath.Dir(empty), "init", "-q", empty)
 	plain := t.TempDir()
 	gitT(t, repo, "branch", "taken")
+	gitT(t, repo, "branch", "release")
+	gitT(t, repo, "branch", "team/run/old")
 	gitT(t, repo, "worktree", "add", "-q", filepath.Join(t.TempDir(), "elsewhere"), "taken")
 
 	for _, tc := range []struct {
@@ -179,6 +181,8 @@ func TestPrepareRefuses(t *testing.T) {
 		{"bad branch name", repo, "a..b", "", ErrInvalidName, `"a..b"`},
 		{"option as branch", repo, "-f", "", ErrInvalidName, `"-f"`},
 		{"the user's branch", repo, "main", "", ErrInUse, "feature branch main is checked out in " + repo},
+		{"below a branch", repo, "release/v2", "", ErrInvalidName, "branch release/v2 cannot be made beside the branch release"},
+		{"above a branch", repo, "team/run", "", ErrInvalidName, "branch team/run cannot be made beside the branch team/run/old"},
 		{"a branch in the user's other worktree", repo, "taken", "", ErrInUse, "elsewhere"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,6 +258,7 @@ func TestCreateRefuses(t *testing.T) {
 	a := create(t, repo, "r", "a", feature)
 	gitT(t, a.Path, "checkout", "-q", "--detach")
 	gitT(t, repo, "branch", "feature/user-profiles-c")
+	gitT(t, repo, "branch", "feature/user-profiles-d/x")
 	gitT(t, repo, "worktree", "add", "-q", filepath.Join(t.TempDir(), "c"), "feature/user-profiles-c")
 
 	for _, tc := range []struct {
@@ -268,6 +273,7 @@ func TestCreateRefuses(t *testing.T) {
 		{"dot slug", "..", "x", feature, ErrInvalidName, `slug ".."`},
 		{"task with a dot", "r", ".integration", feature, ErrInvalidName, `task ".integration"`},
 		{"empty task", "r", "", feature, ErrInvalidName, `task ""`},
+		{"task branch clashes", "r", "d", feature, ErrInvalidName, "branch feature/user-profiles-d cannot be made beside the branch feature/user-profiles-d/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Create(ctx, repo, tc.slug, tc.task, tc.feature)
