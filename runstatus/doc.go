@@ -6,7 +6,8 @@
 // Status is a reducer: New builds the document of a run that has not
 // started, and each method applies one event a run workflow observes (the
 // run started, a task started or ended, a task stalled, an operator
-// skipped or retried a task). It is pure: no I/O, no Temporal and no
+// skipped or retried a task, a task's worktree was made, merged, found in
+// conflict or removed). It is pure: no I/O, no Temporal and no
 // clock, every time comes in as an argument, and every method walks the
 // tasks in the run file's order, never in map order, so a workflow may
 // call it and replay to the same document.

@@ -2,6 +2,7 @@ package runstatus
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ func FuzzReducer(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 6, 0, 3, 1, 1, 0, 6, 0, 2, 2, 9, 0})
 	f.Add([]byte{0, 0, 1, 4, 3, 4, 7, 0, 1, 1, 8, 0, 4, 3, 9, 0})
 	f.Add([]byte{1, 0, 0, 0, 1, 0, 10, 0, 5, 0})
+	f.Add([]byte{0, 0, 11, 0, 1, 0, 13, 0, 14, 0, 12, 0, 15, 0, 1, 1, 11, 1, 13, 1, 5, 1, 9, 0})
+	f.Add([]byte{0, 0, 1, 4, 11, 4, 3, 4, 6, 4, 11, 5, 1, 4, 2, 4, 12, 4, 15, 4, 9, 0})
 	r := parseRun(f, `{"title":"F","slug":"f","tasks":[
 	 {"id":"a","title":"A"},
 	 {"id":"b","title":"B","depends":["a"],"complexity":6},
@@ -33,7 +36,7 @@ func FuzzReducer(f *testing.F) {
 			before := snapshot(t, &s)
 			wasFinished, wasEnded := s.Finished(), s.ended()
 			var err error
-			switch data[i] % 11 {
+			switch data[i] % 16 {
 			case 0:
 				err = s.Start(at)
 			case 1:
@@ -59,6 +62,18 @@ func FuzzReducer(f *testing.F) {
 				}
 			case 10:
 				err = s.Abort(at)
+			case 11:
+				// An odd second byte names another worktree than the
+				// task's first, which an active one must refuse.
+				err = s.WorktreeCreated(id, "f-"+id, fmt.Sprintf(".worktrees/f/%s-%d", id, data[i+1]%2), at)
+			case 12:
+				err = s.TaskEnded(id, Merged, loops, at)
+			case 13:
+				err = s.TaskEnded(id, Conflict([]string{"x", id}[:1+loops%2]), loops, at)
+			case 14:
+				err = s.RetryMerge(id)
+			case 15:
+				err = s.WorktreeRemoved(id)
 			}
 			if err != nil && snapshot(t, &s) != before {
 				t.Fatalf("call %d refused (%v) but changed the document", i/2, err)
@@ -142,6 +157,7 @@ func checkInvariants(t *testing.T, s *Status) {
 		if task.LoopCount < 0 || task.ModelUpgrades > 1 || (task.ModelUpgrades == 1 && task.Model != "opus") {
 			t.Fatalf("task %s: loops %d, upgrades %d on %s", rt.ID, task.LoopCount, task.ModelUpgrades, task.Model)
 		}
+		checkWorktree(t, rt.ID, task)
 	}
 	if s.Status == RunActive && !slices.Equal(ready, want) {
 		t.Fatalf("ready %v, want %v", ready, want)
@@ -187,5 +203,35 @@ func checkInvariants(t *testing.T, s *Status) {
 	}
 	if all != (s.Status == RunComplete) {
 		t.Fatalf("run %s, every task done or skipped: %v", s.Status, all)
+	}
+}
+
+// checkWorktree checks a task's worktree and merge fields against its
+// state: a worktree has a branch, a path and a state, or none of them; a
+// task with a branch is done only once merged, and a merge means done; a
+// conflict is recorded on a task that needs a rebase (or was skipped
+// from there), and only there.
+func checkWorktree(t *testing.T, id string, task *Task) {
+	t.Helper()
+	has := task.WorktreeStatus != ""
+	if (task.Branch != "") != has || (task.Worktree != "") != has || task.WorktreeCreatedAt.IsZero() == has {
+		t.Fatalf("task %s: branch %q, worktree %q, status %q, created %v", id, task.Branch, task.Worktree, task.WorktreeStatus, task.WorktreeCreatedAt)
+	}
+	merged := !task.MergedAt.IsZero()
+	if merged != (task.Status == TaskDone && has) {
+		t.Fatalf("task %s: %s with worktree %q, merged at %v", id, task.Status, task.WorktreeStatus, task.MergedAt)
+	}
+	if task.WorktreeStatus == WorktreePendingCleanup && !merged {
+		t.Fatalf("task %s: worktree pending cleanup but not merged", id)
+	}
+	conflict := len(task.ConflictFiles) > 0
+	if conflict != !task.ConflictAt.IsZero() {
+		t.Fatalf("task %s: conflict files %v at %v", id, task.ConflictFiles, task.ConflictAt)
+	}
+	if conflict && task.Status != TaskNeedsHumanRebase && task.Status != TaskSkipped {
+		t.Fatalf("task %s: %s with conflict files %v", id, task.Status, task.ConflictFiles)
+	}
+	if task.Status == TaskNeedsHumanRebase && (!conflict || !has) {
+		t.Fatalf("task %s: needs a rebase without a conflict or a worktree: %+v", id, *task)
 	}
 }

@@ -33,17 +33,32 @@ var (
 	ErrUnbound = errors.New("status not bound to a run")
 )
 
-// Outcome is how a task's run ended: Done, or Failed with a reason.
+// Outcome is how a task's run ended: Done, or Failed with a reason; for
+// a task with a worktree, Merged or a Conflict instead of Done.
 type Outcome struct {
 	state  TaskState
 	reason string
+	merged bool
+	files  []string
 }
 
-// Done is the outcome of a task that succeeded.
+// Done is the outcome of a task that succeeded and has no branch of its
+// own to merge.
 var Done = Outcome{state: TaskDone}
 
 // Failed is the outcome of a task that failed; reason becomes its error.
 func Failed(reason string) Outcome { return Outcome{state: TaskFailed, reason: reason} }
+
+// Merged is the outcome of a task with a worktree that succeeded and
+// whose branch is now merged into the feature branch: it is done.
+var Merged = Outcome{state: TaskDone, merged: true}
+
+// Conflict is the outcome of a task with a worktree that succeeded but
+// whose branch did not merge: it needs a person to rebase it, and files
+// (at least one) are the paths that conflicted.
+func Conflict(files []string) Outcome {
+	return Outcome{state: TaskNeedsHumanRebase, files: slices.Clone(files)}
+}
 
 // Escalation is what LoopLimitReached did with a stalled task.
 type Escalation string
@@ -187,14 +202,24 @@ func (s *Status) TaskStarted(id, model string, at time.Time) error {
 
 // TaskEnded records how a running task ended after loops more conductor
 // attempts. A failed task blocks every task that depends on it, directly
-// or through others.
+// or through others; its worktree stays active for a person to look at.
+//
+// A task with a worktree (WorktreeCreated) ends through the merge of its
+// branch, never plain Done: Merged makes it done (merged_at, its worktree
+// pending-cleanup until WorktreeRemoved); a Conflict makes it
+// needs-human-rebase (conflict_at, conflict_files) and its dependents
+// keep waiting, since for them only a done or skipped task is finished.
+// The workflow therefore keeps the task running from the end of its
+// conductor until the merge has answered.
 func (s *Status) TaskEnded(id string, outcome Outcome, loops int, at time.Time) error {
 	t, err := s.task(id)
 	if err != nil {
 		return err
 	}
-	if outcome.state != TaskDone && outcome.state != TaskFailed {
-		return fmt.Errorf("task %s: outcome must be Done or Failed: %w", id, ErrTransition)
+	switch outcome.state {
+	case TaskDone, TaskFailed, TaskNeedsHumanRebase:
+	default:
+		return fmt.Errorf("task %s: outcome must be Done, Failed, Merged or a Conflict: %w", id, ErrTransition)
 	}
 	if loops < 0 {
 		return fmt.Errorf("task %s: loops: %d is negative", id, loops)
@@ -202,15 +227,106 @@ func (s *Status) TaskEnded(id string, outcome Outcome, loops int, at time.Time) 
 	if t.Status != TaskRunning {
 		return taskError(id, "end", t.Status)
 	}
+	merge := outcome.merged || outcome.state == TaskNeedsHumanRebase
+	switch {
+	case merge && t.Branch == "":
+		return fmt.Errorf("task %s: cannot merge: it has no worktree branch: %w", id, ErrTransition)
+	case outcome.state == TaskDone && !merge && t.Branch != "":
+		return fmt.Errorf("task %s: cannot end done: its branch %s is not merged (end it Merged, or with a Conflict): %w", id, t.Branch, ErrTransition)
+	case outcome.state == TaskNeedsHumanRebase && len(outcome.files) == 0:
+		return fmt.Errorf("task %s: a conflict names no file: %w", id, ErrTransition)
+	}
 	t.LoopCount += loops
 	t.Status = outcome.state
-	if outcome.state == TaskDone {
+	switch outcome.state {
+	case TaskDone:
 		t.CompletedAt = at.UTC()
-	} else {
+		if outcome.merged {
+			t.MergedAt = at.UTC()
+			t.ConflictAt, t.ConflictFiles = time.Time{}, nil
+			if t.WorktreeStatus == WorktreeActive {
+				t.WorktreeStatus = WorktreePendingCleanup
+			}
+		}
+	case TaskFailed:
 		t.FailedAt = at.UTC()
 		t.Error = outcome.reason
+	case TaskNeedsHumanRebase:
+		t.ConflictAt = at.UTC()
+		t.ConflictFiles = slices.Clone(outcome.files)
 	}
 	s.reblock()
+	return nil
+}
+
+// WorktreeCreated records the worktree a task works in: its branch and
+// path (KARIMO writes the path relative to the repository), active,
+// created at. The task is queued (about to start) or running. Recording
+// the same worktree again changes nothing, so a task that goes round
+// again (a retry, an upgrade) keeps its worktree and its creation time; a
+// task whose worktree was removed may get a new one.
+func (s *Status) WorktreeCreated(id, branch, path string, at time.Time) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status != TaskQueued && t.Status != TaskRunning {
+		return taskError(id, "record a worktree", t.Status)
+	}
+	if branch == "" || path == "" {
+		return fmt.Errorf("task %s: a worktree needs a branch and a path: %w", id, ErrTransition)
+	}
+	if t.WorktreeStatus == WorktreeActive {
+		if t.Branch == branch && t.Worktree == path {
+			return nil
+		}
+		return fmt.Errorf("task %s: already has worktree %s on branch %s: %w", id, t.Worktree, t.Branch, ErrTransition)
+	}
+	t.Branch, t.Worktree = branch, path
+	t.WorktreeStatus = WorktreeActive
+	t.WorktreeCreatedAt = at.UTC()
+	return nil
+}
+
+// WorktreeRemoved records that a task's worktree is gone: cleaned. The
+// path and branch stay in the document as history. A running task's
+// worktree is its conductor's working directory and cannot go.
+func (s *Status) WorktreeRemoved(id string) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status == TaskRunning {
+		return taskError(id, "clean its worktree", t.Status)
+	}
+	if t.WorktreeStatus != WorktreeActive && t.WorktreeStatus != WorktreePendingCleanup {
+		what := "it has none"
+		if t.WorktreeStatus != "" {
+			what = "it is " + string(t.WorktreeStatus)
+		}
+		return fmt.Errorf("task %s: cannot clean its worktree: %s: %w", id, what, ErrTransition)
+	}
+	t.WorktreeStatus = WorktreeCleaned
+	return nil
+}
+
+// RetryMerge takes a task that needs a rebase back to running, for its
+// branch to be merged again: a person rebased it (or merged the feature
+// branch into it) and asks to go on. Its conductor does not run again and
+// its loop count stays; the merge that follows ends it with TaskEnded, as
+// Merged, or as another Conflict. Retry refuses such a task, which has
+// nothing left to run; Skip gives up on it. The run may be paused: a
+// merge is not a start.
+func (s *Status) RetryMerge(id string) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status != TaskNeedsHumanRebase {
+		return taskError(id, "retry the merge", t.Status)
+	}
+	t.Status = TaskRunning
+	t.ConflictAt, t.ConflictFiles = time.Time{}, nil
 	return nil
 }
 
@@ -265,15 +381,16 @@ func loopLimit(t *Task) int {
 	return StallLoops
 }
 
-// Skip gives up on a task that is not running and has not succeeded. For
-// its dependents a skipped task counts as done.
+// Skip gives up on a task that is not running and has not succeeded
+// (queued, blocked, failed, paused, or needing a rebase). For its
+// dependents a skipped task counts as done.
 func (s *Status) Skip(id string) error {
 	t, err := s.task(id)
 	if err != nil {
 		return err
 	}
 	switch t.Status {
-	case TaskQueued, TaskBlocked, TaskFailed, TaskPaused:
+	case TaskQueued, TaskBlocked, TaskFailed, TaskPaused, TaskNeedsHumanRebase:
 	default:
 		return taskError(id, "skip", t.Status)
 	}

@@ -65,6 +65,23 @@ func skip(id string) op {
 func retry(id string) op {
 	return op{"retry " + id, func(s *Status, _ time.Time) error { return s.Retry(id) }}
 }
+func worktree(id string) op {
+	return op{"worktree " + id, func(s *Status, at time.Time) error {
+		return s.WorktreeCreated(id, "feature/profiles-"+id, ".worktrees/profiles/"+id, at)
+	}}
+}
+func merged(id string, loops int) op {
+	return op{"merged " + id, func(s *Status, at time.Time) error { return s.TaskEnded(id, Merged, loops, at) }}
+}
+func conflict(id string, loops int, files ...string) op {
+	return op{"conflict " + id, func(s *Status, at time.Time) error { return s.TaskEnded(id, Conflict(files), loops, at) }}
+}
+func retryMerge(id string) op {
+	return op{"retry merge " + id, func(s *Status, _ time.Time) error { return s.RetryMerge(id) }}
+}
+func cleaned(id string) op {
+	return op{"cleaned " + id, func(s *Status, _ time.Time) error { return s.WorktreeRemoved(id) }}
+}
 func pause() op  { return op{"pause", func(s *Status, _ time.Time) error { return s.Pause() }} }
 func resume() op { return op{"resume", func(s *Status, _ time.Time) error { return s.Resume() }} }
 func abort() op {
@@ -75,7 +92,8 @@ func complete() op {
 }
 
 // render writes the tasks in run order: id:status, the blocking tasks in
-// brackets, the model when it is not the run's choice, the loop count.
+// brackets, the conflicting files in parentheses, the loop count, the
+// worktree's state after an @.
 func render(s *Status) string {
 	var parts []string
 	for _, rt := range s.run.Tasks {
@@ -84,8 +102,14 @@ func render(s *Status) string {
 		if len(t.BlockedBy) > 0 {
 			p += "[" + strings.Join(t.BlockedBy, ",") + "]"
 		}
+		if len(t.ConflictFiles) > 0 {
+			p += "(" + strings.Join(t.ConflictFiles, ",") + ")"
+		}
 		if t.LoopCount > 0 {
 			p += fmt.Sprintf("/%d", t.LoopCount)
+		}
+		if t.WorktreeStatus != "" {
+			p += "@" + string(t.WorktreeStatus)
 		}
 		parts = append(parts, p)
 	}
@@ -160,6 +184,38 @@ func TestTransitions(t *testing.T) {
 			"a:skipped/1 b:skipped c:skipped d:skipped e:skipped", nil},
 		{"partial", []op{start(), run("a"), fail("a", 1), run("e"), done("e", 1), complete()}, RunPartial,
 			"a:failed/1 b:blocked[a] c:blocked[a] d:blocked[a] e:done/1", nil},
+		{"worktree of a running task", []op{start(), run("a"), worktree("a")}, RunActive,
+			"a:running@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"worktree made before the start", []op{start(), worktree("a"), run("a"), worktree("a")}, RunActive,
+			"a:running@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"merged frees dependents", []op{start(), run("a"), worktree("a"), merged("a", 2)}, RunActive,
+			"a:done/2@pending-cleanup b:queued c:queued d:queued e:queued", []string{"b", "c", "e"}},
+		{"merged then cleaned", []op{start(), run("a"), worktree("a"), merged("a", 2), cleaned("a")}, RunActive,
+			"a:done/2@cleaned b:queued c:queued d:queued e:queued", []string{"b", "c", "e"}},
+		{"conflict keeps dependents waiting", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README", "src/a.go")}, RunActive,
+			"a:needs-human-rebase(README,src/a.go)/1@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"conflict of one of two dependencies", []op{start(), run("a"), worktree("a"), merged("a", 1), run("b"), worktree("b"), run("c"), worktree("c"), merged("b", 1), conflict("c", 1, "x")}, RunActive,
+			"a:done/1@pending-cleanup b:done/1@pending-cleanup c:needs-human-rebase(x)/1@active d:queued e:queued", []string{"e"}},
+		{"retry merge runs for the merge only", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README"), retryMerge("a")}, RunActive,
+			"a:running/1@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"merge after the rebase", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README"), retryMerge("a"), merged("a", 0)}, RunActive,
+			"a:done/1@pending-cleanup b:queued c:queued d:queued e:queued", []string{"b", "c", "e"}},
+		{"conflict again after the rebase", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README"), retryMerge("a"), conflict("a", 0, "src/a.go")}, RunActive,
+			"a:needs-human-rebase(src/a.go)/1@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"retry merge while paused", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README"), pause(), retryMerge("a")}, RunPaused,
+			"a:running/1@active b:queued c:queued d:queued e:queued", nil},
+		{"skip a conflicted task releases its dependents", []op{start(), run("a"), worktree("a"), conflict("a", 1, "README"), skip("a")}, RunActive,
+			"a:skipped(README)/1@active b:queued c:queued d:queued e:queued", []string{"b", "c", "e"}},
+		{"a failed task keeps its worktree", []op{start(), run("a"), worktree("a"), fail("a", 1)}, RunActive,
+			"a:failed/1@active b:blocked[a] c:blocked[a] d:blocked[a] e:queued", []string{"e"}},
+		{"a retried task keeps its worktree", []op{start(), run("a"), worktree("a"), fail("a", 1), retry("a"), worktree("a"), run("a")}, RunActive,
+			"a:running@active b:queued c:queued d:queued e:queued", []string{"e"}},
+		{"a failed task's worktree cleaned by hand", []op{start(), run("a"), worktree("a"), fail("a", 1), cleaned("a"), retry("a"), worktree("a")}, RunActive,
+			"a:queued@active b:queued c:queued d:queued e:queued", []string{"a", "e"}},
+		{"a conflict left at the end is partial", []op{start(), run("a"), worktree("a"), conflict("a", 1, "x"), run("e"), done("e", 1), complete()}, RunPartial,
+			"a:needs-human-rebase(x)/1@active b:queued c:queued d:queued e:done/1", nil},
+		{"abort during the merge retry", []op{start(), run("a"), worktree("a"), conflict("a", 1, "x"), retryMerge("a"), abort()}, RunPartial,
+			"a:failed/1@active b:blocked[a] c:blocked[a] d:blocked[a] e:queued", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := apply(t, tc.ops)
@@ -214,6 +270,29 @@ func TestInvalidCalls(t *testing.T) {
 		{"complete twice", []op{start(), run("a"), fail("a", 1), run("e"), done("e", 1), complete(), complete()}, "run profiles: cannot complete: it is partial", ErrTransition},
 		{"abort an ended run", []op{start(), abort(), abort()}, "run profiles: cannot abort: it is partial", ErrTransition},
 		{"skip after the end", []op{start(), abort(), skip("b")}, "task b: run profiles is partial", ErrTransition},
+		{"unknown task's worktree", []op{start(), worktree("zz")}, "task zz: unknown task", ErrUnknownTask},
+		{"unknown task merged", []op{start(), merged("zz", 1)}, "task zz: unknown task", ErrUnknownTask},
+		{"unknown task's merge retried", []op{retryMerge("zz")}, "task zz: unknown task", ErrUnknownTask},
+		{"unknown task's worktree cleaned", []op{cleaned("zz")}, "task zz: unknown task", ErrUnknownTask},
+		{"done with an unmerged branch", []op{start(), run("a"), worktree("a"), done("a", 1)}, "task a: cannot end done: its branch feature/profiles-a is not merged", ErrTransition},
+		{"merged without a worktree", []op{start(), run("a"), merged("a", 1)}, "task a: cannot merge: it has no worktree branch", ErrTransition},
+		{"conflict without a worktree", []op{start(), run("a"), conflict("a", 1, "x")}, "task a: cannot merge: it has no worktree branch", ErrTransition},
+		{"conflict naming no file", []op{start(), run("a"), worktree("a"), conflict("a", 1)}, "task a: a conflict names no file", ErrTransition},
+		{"merged twice", []op{start(), run("a"), worktree("a"), merged("a", 1), merged("a", 0)}, "task a: cannot end: it is done", ErrTransition},
+		{"retry a conflicted task", []op{start(), run("a"), worktree("a"), conflict("a", 1, "x"), retry("a")}, "task a: cannot retry: it is needs-human-rebase", ErrTransition},
+		{"retry the merge of a running task", []op{start(), run("a"), worktree("a"), retryMerge("a")}, "task a: cannot retry the merge: it is running", ErrTransition},
+		{"retry the merge of a failed task", []op{start(), run("a"), worktree("a"), fail("a", 1), retryMerge("a")}, "task a: cannot retry the merge: it is failed", ErrTransition},
+		{"worktree of a done task", []op{start(), run("a"), done("a", 1), worktree("a")}, "task a: cannot record a worktree: it is done", ErrTransition},
+		{"worktree of a blocked task", []op{start(), run("a"), fail("a", 1), worktree("b")}, "task b: cannot record a worktree: it is blocked", ErrTransition},
+		{"a second worktree", []op{start(), run("a"), worktree("a"), op{"other", func(s *Status, at time.Time) error {
+			return s.WorktreeCreated("a", "other", ".worktrees/profiles/other", at)
+		}}}, "task a: already has worktree .worktrees/profiles/a on branch feature/profiles-a", ErrTransition},
+		{"worktree without a path", []op{start(), run("a"), op{"no path", func(s *Status, at time.Time) error {
+			return s.WorktreeCreated("a", "b", "", at)
+		}}}, "task a: a worktree needs a branch and a path", ErrTransition},
+		{"clean a running task's worktree", []op{start(), run("a"), worktree("a"), cleaned("a")}, "task a: cannot clean its worktree: it is running", ErrTransition},
+		{"clean twice", []op{start(), run("a"), worktree("a"), merged("a", 1), cleaned("a"), cleaned("a")}, "task a: cannot clean its worktree: it is cleaned", ErrTransition},
+		{"clean without a worktree", []op{start(), run("a"), done("a", 1), cleaned("a")}, "task a: cannot clean its worktree: it has none", ErrTransition},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := apply(t, tc.ops[:len(tc.ops)-1])
@@ -404,5 +483,73 @@ func TestClone(t *testing.T) {
 	}
 	if got := render(&s); got != "a:failed/1 b:blocked[a] c:blocked[a] d:blocked[a] e:queued" {
 		t.Errorf("the clone's retry changed the original: %s", got)
+	}
+}
+
+// A task's worktree fields as the reducer writes them, in KARIMO's
+// spellings: made, in conflict (its needs-human-rebase example), merged
+// after a rebase, cleaned.
+func TestWorktreeJSON(t *testing.T) {
+	s := New(parseRun(t, `{"title":"P","slug":"user-profiles","tasks":[{"id":"2b","title":"B"}]}`), t0)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	check := func(want string) {
+		t.Helper()
+		got, err := json.Marshal(s.Tasks["2b"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameJSON(t, got, []byte(want)) {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
+	}
+	for _, err := range []error{
+		s.Start(at(30)),
+		s.WorktreeCreated("2b", "feature/user-profiles-2b", ".worktrees/user-profiles/2b", at(46)),
+		s.TaskStarted("2b", "", at(47)),
+		s.WorktreeCreated("2b", "feature/user-profiles-2b", ".worktrees/user-profiles/2b", at(48)),
+		s.TaskEnded("2b", Conflict([]string{"src/types/index.ts", "src/components/UserProfile.tsx"}), 3, at(70)),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(`{"status":"needs-human-rebase","branch":"feature/user-profiles-2b","worktree":".worktrees/user-profiles/2b",
+	 "worktree_status":"active","worktree_created_at":"2026-02-19T10:46:00Z","started_at":"2026-02-19T10:47:00Z",
+	 "conflict_at":"2026-02-19T11:10:00Z","conflict_files":["src/types/index.ts","src/components/UserProfile.tsx"],
+	 "model":"sonnet","loop_count":3}`)
+
+	for _, err := range []error{s.RetryMerge("2b"), s.TaskEnded("2b", Merged, 0, at(95))} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(`{"status":"done","branch":"feature/user-profiles-2b","worktree":".worktrees/user-profiles/2b",
+	 "worktree_status":"pending-cleanup","worktree_created_at":"2026-02-19T10:46:00Z","started_at":"2026-02-19T10:47:00Z",
+	 "completed_at":"2026-02-19T11:35:00Z","merged_at":"2026-02-19T11:35:00Z","model":"sonnet","loop_count":3}`)
+
+	if err := s.WorktreeRemoved("2b"); err != nil {
+		t.Fatal(err)
+	}
+	check(`{"status":"done","branch":"feature/user-profiles-2b","worktree":".worktrees/user-profiles/2b",
+	 "worktree_status":"cleaned","worktree_created_at":"2026-02-19T10:46:00Z","started_at":"2026-02-19T10:47:00Z",
+	 "completed_at":"2026-02-19T11:35:00Z","merged_at":"2026-02-19T11:35:00Z","model":"sonnet","loop_count":3}`)
+}
+
+// A conflict's files are copied on the way in: the caller's slice may
+// change afterwards.
+func TestConflictCopiesFiles(t *testing.T) {
+	files := []string{"a", "b"}
+	o := Conflict(files)
+	files[0] = "changed"
+	s, err := apply(t, []op{start(), run("a"), worktree("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskEnded("a", o, 1, t0); err != nil {
+		t.Fatal(err)
+	}
+	o.files[1] = "changed"
+	if got := s.Tasks["a"].ConflictFiles; !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("conflict files %v", got)
 	}
 }

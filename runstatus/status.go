@@ -26,8 +26,9 @@ const (
 type TaskState string
 
 // Task states. The reducer moves tasks through queued, blocked, running,
-// done, failed, skipped and paused; the others (review, rebase, revision,
-// planning) are set by whoever owns those steps and are kept as written.
+// done, failed, skipped, paused and needs-human-rebase; the others
+// (review, revision, planning) are set by whoever owns those steps and
+// are kept as written.
 const (
 	TaskApproved         TaskState = "approved"
 	TaskExcluded         TaskState = "excluded"
