@@ -62,6 +62,8 @@
 //	error="msg"       failure text for fail/crash/checks=fail
 //	checks=real|pass|fail  run the phase's checks (default), pass them, or fail the first
 //	events=N          N extra agent_progress{phase_id,n} events per attempt
+//	edit=PATH         a finished attempt appends a line naming the plan, phase and attempt to
+//	                  PATH (relative to the cwd) and commits it when the cwd is a git work tree
 //	child             the agent's wait runs in a child process (same process group)
 //	strict            plan-wide: persist plan_status exactly as edda does and ignore
 //	                  `conduct abort` while running (see below)

@@ -280,6 +280,9 @@ func (r *runner) runPhase(id string) error {
 	switch res.kind {
 	case agentDone:
 		r.recordCost(res.cost)
+		if err := r.agentEdit(id, spec, attempt); err != nil {
+			return err
+		}
 		if _, err := r.state.transition(id, phaseRunning, phaseChecking, nil); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ type simSpec struct {
 	Checks      string // real|pass|fail
 	Events      int
 	Child       bool
+	// Edit is a file (relative to the plan's cwd) the agent changes in a
+	// finished attempt, committing it when the cwd is a git work tree.
+	Edit string
 }
 
 func (s simSpec) failsAt(attempt int) bool {
@@ -62,7 +66,7 @@ var outcomeKeys = []string{"fail", "crash", "die", "hang", "timeout", "budget", 
 var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
-	"error": true, "checks": true, "events": true, "child": true, "strict": true, "phase": true,
+	"error": true, "checks": true, "events": true, "child": true, "strict": true, "phase": true, "edit": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -341,6 +345,11 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 				err = fmt.Errorf("checks=%q: want real, pass or fail", v)
 			}
 			s.Checks = v
+		case "edit":
+			s.Edit = v
+			if v == "" || filepath.IsAbs(v) || strings.HasPrefix(filepath.Clean(v), "..") {
+				err = fmt.Errorf("edit=%q: want a path inside the plan's cwd", v)
+			}
 		case "events":
 			s.Events, err = strconv.Atoi(v)
 			if err == nil && s.Events < 0 {
