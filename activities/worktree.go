@@ -24,6 +24,11 @@ const ErrInvalidRepo = "InvalidRepo"
 // branch; the repository's exclude list keeps it out.
 const conductorState = "/.edda/conductor/"
 
+// runStatusCopy is where WriteRunStatus puts the run's status.json in the
+// repository; written on every change, it would otherwise show in the
+// user's `git status` as an untracked file for the whole run.
+const runStatusCopy = "/.karimo/prds/*/status.json"
+
 // PrepareRepoRequest readies a run's repository.
 type PrepareRepoRequest struct {
 	// Repo is the repository, inside the work root; a relative path is
@@ -99,8 +104,8 @@ type RemoveWorktreeRequest struct {
 }
 
 // PrepareRepo makes sure the feature branch exists (made from Base when
-// missing) and that the run's worktrees and the conductor's state stay
-// out of `git status`. The user's checkout is not touched. Idempotent.
+// missing) and that the run's worktrees, the conductor's state and the
+// run's status.json stay out of `git status`. The user's checkout is not touched. Idempotent.
 func (a *Activities) PrepareRepo(ctx context.Context, req PrepareRepoRequest) (PrepareRepoResult, error) {
 	defer beat(ctx)()
 	repo, err := a.repoPath(req.Repo)
@@ -111,7 +116,7 @@ func (a *Activities) PrepareRepo(ctx context.Context, req PrepareRepoRequest) (P
 	if err != nil {
 		return PrepareRepoResult{}, worktreeError(err)
 	}
-	if err := worktree.Exclude(ctx, p.Repo, conductorState); err != nil {
+	if err := worktree.Exclude(ctx, p.Repo, conductorState, runStatusCopy); err != nil {
 		return PrepareRepoResult{}, worktreeError(err)
 	}
 	return PrepareRepoResult{Repo: p.Repo, Commit: p.Commit, Created: p.Created}, nil

@@ -120,6 +120,9 @@ func (r *runFlow) setup() error {
 
 func (r *runFlow) loop() (runstatus.Status, error) {
 	r.awaitCarried()
+	if err := r.prepareRepo(); err != nil {
+		return runstatus.Status{}, err
+	}
 	for {
 		r.applyEnds()
 		if r.st.Aborting {
@@ -361,6 +364,9 @@ func (r *runFlow) complete() (runstatus.Status, error) {
 // close writes the final document and ends the workflow once no update
 // handler is still running.
 func (r *runFlow) close() (runstatus.Status, error) {
+	if err := r.cleanUpRepo(); err != nil {
+		r.log.Warn("integration worktree not removed", "error", err)
+	}
 	if err := r.writeStatus(); err != nil {
 		return runstatus.Status{}, err
 	}
@@ -476,17 +482,15 @@ func (r *runFlow) view() runapi.View {
 	if r.st.Repo != nil {
 		v.Repo = r.st.Repo.Path
 	}
-	order := make([]string, 0, len(r.run.Tasks))
 	for _, rt := range r.run.Tasks {
 		t := r.st.Tasks[rt.ID]
-		order = append(order, rt.ID)
 		v.Tasks = append(v.Tasks, runapi.TaskView{
 			ID: rt.ID, Title: rt.Title, Depends: rt.Depends,
 			WorkflowID: runapi.TaskWorkflowID(rt.ID), Attempt: t.Attempt,
 			CostUSD: t.CostUSD, LastError: t.LastError,
 		})
 	}
-	v.Overlaps = overlaps(r.st.Touched, order)
+	v.Overlaps = overlapsView(r.st.Touched)
 	return v
 }
 

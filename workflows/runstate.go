@@ -2,12 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
 )
 
 // runState is what the run workflow hands over on continue-as-new: the
@@ -51,6 +49,9 @@ type runTask struct {
 type runRepo struct {
 	Path          string `json:"path"`
 	FeatureBranch string `json:"featureBranch"`
+	// Prepared: the feature branch exists; Path is then the repository's
+	// resolved path.
+	Prepared bool `json:"prepared,omitempty"`
 }
 
 // taskEnd is how one attempt of a task ended, as the run learns it from the
@@ -124,22 +125,4 @@ func firstNonBlank(s ...string) string {
 		}
 	}
 	return ""
-}
-
-// overlaps lists the paths more than one task changed, sorted by path.
-func overlaps(touched map[string][]string, order []string) []runapi.Overlap {
-	by := map[string][]string{}
-	for _, id := range order {
-		for _, p := range touched[id] {
-			by[p] = append(by[p], id)
-		}
-	}
-	var out []runapi.Overlap
-	for p, ids := range by {
-		if len(ids) > 1 {
-			out = append(out, runapi.Overlap{Path: p, Tasks: ids})
-		}
-	}
-	slices.SortFunc(out, func(a, b runapi.Overlap) int { return strings.Compare(a.Path, b.Path) })
-	return out
 }
