@@ -31,7 +31,7 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
-var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity"}
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs"}
 
 type step struct {
 	name string
@@ -145,6 +145,7 @@ func run() error {
 		{false, []step{{"cost", e.cost}, {"throughput", e.throughput}, {"tasks", e.tasksPerMinute}}},
 		{false, []step{{"rss", e.rss}}},
 		{false, []step{{"capacity", e.capacity}}},
+		{false, []step{{"runs", e.runs}}},
 	}
 	for _, g := range groups {
 		var steps []step

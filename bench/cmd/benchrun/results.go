@@ -24,6 +24,7 @@ type Results struct {
 	Tasks      []TasksResult      `json:"tasks"`
 	RSS        []RSSResult        `json:"rss"`
 	Capacity   []CapacityLevel    `json:"capacity"`
+	Runs       []RunBench         `json:"runs"`
 }
 
 // GoBenchResult is one BenchmarkParseReduce sub-benchmark.
@@ -249,6 +250,20 @@ func (r *Results) Markdown() string {
 		for _, c := range r.Capacity {
 			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
 				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPU.Worker, c.CPU.Server, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
+		}
+	}
+	if len(r.Runs) > 0 {
+		p("")
+		p("## A run of many dependent tasks (default dev server)")
+		p("")
+		p("Hand-off: from the last dependency's plan_completed to the dependent's plan_start, both as the conductor stamped them.")
+		p("")
+		p("| tasks | levels x width | concurrency | status | seconds | hand-off p50 ms | p99 ms | max ms | run history events | KB | runs | largest run events | error |")
+		p("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, x := range r.Runs {
+			p("| %d | %d x %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %d | %d | %d | %d | %s |", x.Tasks, x.Tasks/x.Width, x.Width,
+				x.Concurrency, x.Status, x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max,
+				x.History.Events, x.History.Bytes/1024, x.History.Runs, x.History.MaxRunEvents, x.Error)
 		}
 	}
 	return b.String()
