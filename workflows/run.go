@@ -105,14 +105,14 @@ func badRunState(err error) error {
 func (r *runFlow) changed() { r.st.Changes++ }
 
 func (r *runFlow) setup() error {
-	if err := workflow.SetQueryHandler(r.ctx, runapi.QueryStatus, func() (runstatus.Status, error) {
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryStatus, func() (runstatus.Status, error) {
 		return r.st.Doc, nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: "the run's status.json document"}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
 	}
-	if err := workflow.SetQueryHandler(r.ctx, runapi.QueryView, func() (runapi.View, error) {
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryView, func() (runapi.View, error) {
 		return r.view(), nil
-	}); err != nil {
+	}, workflow.QueryHandlerOptions{Description: "status.json with each task's attempt, cost and last error (starter run status)"}); err != nil {
 		return fmt.Errorf("register view query: %w", err)
 	}
 	return r.setUpdateHandlers()

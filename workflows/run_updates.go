@@ -16,20 +16,20 @@ import (
 // in flight per workflow).
 func (r *runFlow) setUpdateHandlers() error {
 	type handler struct {
-		name     string
-		fn       any
-		validate any
+		name, what string
+		fn         any
+		validate   any
 	}
 	hs := []handler{
-		{runapi.UpdatePause, func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Pause() }) },
+		{runapi.UpdatePause, "start no new task; running ones go on", func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Pause() }) },
 			func() error { return r.check(func(s *runstatus.Status) error { return s.Pause() }) }},
-		{runapi.UpdateResume, func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Resume() }) },
+		{runapi.UpdateResume, "let a paused run start tasks again", func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Resume() }) },
 			func() error { return r.check(func(s *runstatus.Status) error { return s.Resume() }) }},
-		{runapi.UpdateSkip, func(_ workflow.Context, req runapi.TaskRequest) error { return r.apply(skip(req)) },
+		{runapi.UpdateSkip, `{"task": id}: give up on a task; its dependents treat it as done`, func(_ workflow.Context, req runapi.TaskRequest) error { return r.apply(skip(req)) },
 			func(req runapi.TaskRequest) error { return r.check(skip(req)) }},
-		{runapi.UpdateRetry, func(_ workflow.Context, req runapi.TaskRequest) error { return r.retry(req, true) },
+		{runapi.UpdateRetry, `{"task": id}: a failed task again, or a rebased task's merge`, func(_ workflow.Context, req runapi.TaskRequest) error { return r.retry(req, true) },
 			func(req runapi.TaskRequest) error { return r.retry(req, false) }},
-		{runapi.UpdateAbort, func(_ workflow.Context, req runapi.AbortRequest) error {
+		{runapi.UpdateAbort, `{"reason": text}: abort every running task and end the run`, func(_ workflow.Context, req runapi.AbortRequest) error {
 			if err := r.checkOpen("abort"); err != nil {
 				return err
 			}
@@ -41,7 +41,7 @@ func (r *runFlow) setUpdateHandlers() error {
 	}
 	for _, h := range hs {
 		if err := workflow.SetUpdateHandlerWithOptions(r.ctx, h.name, h.fn,
-			workflow.UpdateHandlerOptions{Validator: h.validate}); err != nil {
+			workflow.UpdateHandlerOptions{Validator: h.validate, Description: h.what}); err != nil {
 			return fmt.Errorf("register %s update: %w", h.name, err)
 		}
 	}
