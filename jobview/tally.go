@@ -49,6 +49,8 @@ type Tally struct {
 	Partial bool `json:"partial,omitempty"`
 	// PlanKnown: Phases carry the plan's checks.
 	PlanKnown bool `json:"planKnown,omitempty"`
+	// Attempt is the attempt's number, 0 when the tally did not learn it.
+	Attempt int `json:"attempt,omitempty"`
 	// Model is the dispatch's model ("" when it named none): the model of
 	// every cost and token count the conductor does not attribute.
 	Model string `json:"model,omitempty"`
@@ -150,6 +152,7 @@ type Seed struct {
 	// checks have no names.
 	Plan     *mapping.Plan
 	PhaseIDs []string
+	Attempt  int
 	Model    string
 	Worktree string
 	// Partial: the tally starts after the beginning of the log.
@@ -158,7 +161,7 @@ type Seed struct {
 
 // NewTally is an attempt's tally before its first event.
 func NewTally(s Seed) *Tally {
-	t := &Tally{Model: s.Model, Worktree: s.Worktree, Partial: s.Partial}
+	t := &Tally{Attempt: s.Attempt, Model: s.Model, Worktree: s.Worktree, Partial: s.Partial}
 	if s.Plan != nil {
 		t.PlanKnown = true
 		for _, ph := range s.Plan.Phases {

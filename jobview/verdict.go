@@ -133,7 +133,7 @@ func text(s string) *string {
 // tally's, else as UnknownModel), each phase's time, cost and tries, and
 // the tries beyond each phase's first.
 func (t *Tally) Metrics(jobID, model string) Metrics {
-	m := Metrics{JobID: jobID, TotalTime: DurationOf(t.span()),
+	m := Metrics{JobID: jobID, Attempt: t.Attempt, TotalTime: DurationOf(t.span()),
 		Cost: CostEstimate{ByModel: map[string]float64{}}, StepMetrics: []StepMetrics{}}
 	name := func(s string) string { return modelOf(s, t.Model, model) }
 	var costs []ModelCost
