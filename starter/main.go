@@ -109,6 +109,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return err
 		}
 		return printJSON(stdout, b)
+	case "job":
+		return printJob(ctx, cl, arg, inv.opts.report, stdout)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "result":
