@@ -149,8 +149,8 @@ func jobMetrics(in JobInput) Metrics {
 		for _, u := range am.TokenUsage {
 			m.TokenUsage = mergeUsage(m.TokenUsage, u)
 		}
-		for _, c := range a.Tally.Costs {
-			costs = mergeCost(costs, ModelCost{Model: modelOf(c.Model, a.Tally.Model, in.Model), USD: c.USD})
+		for _, c := range a.Tally.modelCosts(in.Model) {
+			costs = mergeCost(costs, c)
 		}
 		for _, s := range am.StepMetrics {
 			m.StepMetrics = mergeStep(m.StepMetrics, s)

@@ -72,6 +72,10 @@ type Tally struct {
 	// stands for Model.
 	Usage []Usage     `json:"usage,omitempty"`
 	Costs []ModelCost `json:"costs,omitempty"`
+	// PlanCostUSD is the plan's total as plan_completed reported it: more
+	// than the phases' costs when failed tries cost something, which no
+	// phase event reports.
+	PlanCostUSD *float64 `json:"planCostUsd,omitempty"`
 	// Logs are the latest failures and skips, one line each.
 	Logs []string `json:"logs,omitempty"`
 	// End is how the attempt ended, as the workflow decided; nil while it
@@ -226,6 +230,10 @@ func (t *Tally) Clone() *Tally {
 		e := *t.End
 		c.End = &e
 	}
+	if t.PlanCostUSD != nil {
+		p := *t.PlanCostUSD
+		c.PlanCostUSD = &p
+	}
 	c.Phases = make([]PhaseTally, len(t.Phases))
 	for i, p := range t.Phases {
 		p.Checks = cloneSlice(p.Checks)
@@ -315,6 +323,10 @@ func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
 		t.log(strings.TrimSuffix(fmt.Sprintf("%s skipped: %s", ev.PhaseID, oneLine(ev.Reason)), ": "))
 	case mapping.EventPlanCompleted:
 		t.Completed = true
+		if c := ev.TotalCostUSD; c != nil && *c >= 0 {
+			total := *c
+			t.PlanCostUSD = &total
+		}
 	case mapping.EventPlanAborted:
 		t.log("plan aborted")
 	}

@@ -381,3 +381,22 @@ func TestCloneIsDeep(t *testing.T) {
 		t.Error("changing the clone changed the original")
 	}
 }
+
+// A failed try's cost is only in the plan's total: the job's cost is the
+// total, the difference counted as the default model's; steps keep what
+// their events reported.
+func TestThePlanTotalCoversFailedTries(t *testing.T) {
+	tl := NewTally(Seed{Plan: testPlan(t), Model: "sonnet"})
+	tl.ObserveLog(events(t,
+		`{"type":"phase_start","phase_id":"implement","attempt":1}`,
+		`{"type":"phase_failed","phase_id":"implement","attempt":1,"error":"check failed: dirty"}`,
+		`{"type":"phase_start","phase_id":"implement","attempt":2}`,
+		`{"type":"phase_passed","phase_id":"implement","attempt":2,"cost_usd":0.1,"usage":{"input_tokens":1,"model":"opus"}}`,
+		`{"type":"plan_completed","phases_passed":1,"total_cost_usd":0.3}`,
+	))
+	m := tl.Metrics("T1", "")
+	want := CostEstimate{TotalUSD: 0.3, ByModel: map[string]float64{"opus": 0.1, "sonnet": 0.2}}
+	if !reflect.DeepEqual(m.Cost, want) || m.StepMetrics[0].CostUSD != 0.1 {
+		t.Errorf("cost %+v, steps %+v", m.Cost, m.StepMetrics)
+	}
+}

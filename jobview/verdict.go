@@ -129,18 +129,14 @@ func text(s string) *string {
 
 // Metrics is the attempt's own metrics, as its metrics.json holds them:
 // the conductor's time from its first event to its last, the tokens and
-// costs its events reported (model "" counted as model, else as the
-// tally's, else as UnknownModel), each phase's time, cost and tries, and
+// costs its events reported (a line that names no model counted as the
+// tally's model, else as model, else as UnknownModel), each phase's time, cost and tries, and
 // the tries beyond each phase's first.
 func (t *Tally) Metrics(jobID, model string) Metrics {
 	m := Metrics{JobID: jobID, Attempt: t.Attempt, TotalTime: DurationOf(t.span()),
 		Cost: CostEstimate{ByModel: map[string]float64{}}, StepMetrics: []StepMetrics{}}
 	name := func(s string) string { return modelOf(s, t.Model, model) }
-	var costs []ModelCost
-	for _, c := range t.Costs {
-		costs = mergeCost(costs, ModelCost{Model: name(c.Model), USD: c.USD})
-	}
-	m.setCosts(costs)
+	m.setCosts(t.modelCosts(model))
 	for _, u := range t.Usage {
 		m.TokenUsage = mergeUsage(m.TokenUsage, TokenUsage{Model: name(u.Model),
 			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
@@ -154,6 +150,25 @@ func (t *Tally) Metrics(jobID, model string) Metrics {
 		m.RetryCount += max(p.TryCount-1, 0)
 	}
 	return m
+}
+
+// modelCosts is what each model cost, models named (see Metrics): the
+// phase events' costs, and what the plan's total has beyond them, which
+// only the total reports (a failed try's cost), counted as the default
+// model's.
+func (t *Tally) modelCosts(model string) []ModelCost {
+	var costs []ModelCost
+	var sum float64
+	for _, c := range t.Costs {
+		costs = mergeCost(costs, ModelCost{Model: modelOf(c.Model, t.Model, model), USD: c.USD})
+		sum += c.USD
+	}
+	if t.PlanCostUSD != nil {
+		if extra := roundMicros(*t.PlanCostUSD - sum); extra > 0 {
+			costs = mergeCost(costs, ModelCost{Model: modelOf(t.Model, model), USD: extra})
+		}
+	}
+	return costs
 }
 
 func mergeCost(list []ModelCost, c ModelCost) []ModelCost {
