@@ -35,7 +35,15 @@ func (a *Activities) newTally(info PlanInfo, attempt int, model *string, partial
 	if model != nil {
 		s.Model = *model
 	}
-	return jobview.NewTally(s)
+	t := jobview.NewTally(s)
+	// Check names quote the plan's commands, and the tally goes to
+	// history: redacted like everything else on its way there.
+	for i := range t.Phases {
+		for j, name := range t.Phases[i].Checks {
+			t.Phases[i].Checks[j] = redact.String(name)
+		}
+	}
+	return t
 }
 
 // cachedPlan is the attempt's plan from the cache the explainer fills, or

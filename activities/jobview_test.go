@@ -148,3 +148,24 @@ func toJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// Check names quote the plan's commands; the tally, bound for history,
+// carries them redacted.
+func TestTallyCheckNamesAreRedacted(t *testing.T) {
+	dir := t.TempDir()
+	planPath := filepath.Join(dir, "plan.yaml")
+	require.NoError(t, os.WriteFile(planPath, []byte(`name: karvi-t5
+phases:
+  - id: test
+    prompt: x
+    check:
+      - type: cmd_succeeds
+        cmd: 'curl -H "Authorization: Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789" https://ci'
+`), 0o644))
+	a := &Activities{}
+	tl := a.newTally(PlanInfo{PlanPath: planPath}, 1, nil, false)
+	require.Len(t, tl.Phases, 1)
+	require.Len(t, tl.Phases[0].Checks, 1)
+	require.NotContains(t, tl.Phases[0].Checks[0], "ghp_abcdef")
+	require.Contains(t, tl.Phases[0].Checks[0], "cmd_succeeds `curl")
+}
