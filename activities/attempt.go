@@ -67,7 +67,8 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	d := &delivery{
 		a: a, explain: a.explainer(info.PlanPath), brief: skeleton.Clone(),
 		req: DeliverRequest{TaskID: taskID, Plan: info, TaskStatus: mapping.TaskDispatched, Base: base,
-			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery},
+			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery,
+			Job: a.newTally(info, req.Attempt, req.Dispatch.ModelHint, false)},
 	}
 	sendSkeleton, sendStatus := true, true
 	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
@@ -107,6 +108,7 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		return StartAttemptResult{}, err
 	}
 	d.res.Brief = d.brief
+	d.res.Job = d.checkpointTally(ctx)
 	res.Delivery = &d.res
 	return res, nil
 }

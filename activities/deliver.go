@@ -11,6 +11,7 @@ import (
 
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -40,6 +41,9 @@ type DeliverRequest struct {
 	// attributes stay at most that far behind the sink.
 	MaxWait         time.Duration `json:"maxWait"`
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
+	// Job is the attempt's job-view tally as of the checkpoint; nil starts
+	// a new one.
+	Job *jobview.Tally `json:"job,omitempty"`
 }
 
 // DeliverResult is a checkpoint: how far delivery got and what the
@@ -67,6 +71,9 @@ type DeliverResult struct {
 	// ConductorEnd is set once the conductor is gone and its log was
 	// delivered to the end.
 	ConductorEnd
+	// Job is the attempt's job-view tally as of this checkpoint (nil from
+	// a worker without the job view).
+	Job *jobview.Tally `json:"job,omitempty"`
 }
 
 const (
@@ -113,6 +120,7 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 		return DeliverResult{}, err
 	}
 	d.res.Brief = d.brief
+	d.res.Job = d.checkpointTally(ctx)
 	return d.res, nil
 }
 
@@ -127,6 +135,8 @@ type delivery struct {
 	skip int
 	// sinkDown: the sink refused for good; reduce, do not send.
 	sinkDown bool
+	// job is the attempt's job-view tally (jobview.go).
+	job *jobview.Tally
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -273,6 +283,7 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 	if sample != "" {
 		d.res.MalformedSample = sample
 	}
+	d.tallyBatch(batch.Lines, evs)
 	for _, ev := range evs {
 		if err := d.step(ctx, ev); err != nil {
 			return err

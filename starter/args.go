@@ -33,6 +33,7 @@ type options struct {
 	reason        string
 	templates     string
 	attempt       int
+	report        bool
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -70,6 +71,7 @@ var commands = []*command{
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
 	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
+	{name: "job", arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
 	{name: "run start", arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},

@@ -112,6 +112,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printJSON(stdout, b)
 	case "run status":
 		return runStatus(ctx, temporalRuns{cl}, arg, stdout, runStatusOptionsFor(stdout, inv.opts))
+	case "job":
+		return printJob(ctx, cl, arg, inv.opts.report, stdout)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "run start":

@@ -13,6 +13,7 @@ const (
 	SignalRedispatch = taskapi.SignalRedispatch
 	QueryBrief       = taskapi.QueryBrief
 	QueryStatus      = taskapi.QueryStatus
+	QueryJob         = taskapi.QueryJob
 
 	StagePrepare = taskapi.StagePrepare
 	StageStart   = taskapi.StageStart

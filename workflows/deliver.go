@@ -132,6 +132,7 @@ func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
 		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
+		Job: a.Job,
 	}
 }
 
@@ -162,6 +163,9 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 	if res.Exited {
 		a.Drained = true
 		a.FinalState = res.State
+	}
+	if res.Job != nil {
+		a.Job = res.Job
 	}
 	r.upsertSearch()
 	r.showDetails()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -53,6 +54,8 @@ type Attempt struct {
 	StartedAt   time.Time               `json:"startedAt,omitzero"`
 	LastEventAt time.Time               `json:"lastEventAt,omitzero"`
 	Events      int                     `json:"events,omitempty"`
+	// Job is the attempt's job-view tally as of the last checkpoint (job.go).
+	Job *jobview.Tally `json:"job,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.
@@ -82,6 +85,7 @@ func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
 	if cost := spent(a.Brief); cost > 0 {
 		s.CostUSD = &cost
 	}
+	s.Job = a.endedTally(ended, lastError)
 	return s
 }
 

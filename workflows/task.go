@@ -104,6 +104,9 @@ func (r *taskRun) setup() error {
 	}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
 	}
+	if err := r.setupJobQuery(); err != nil {
+		return err
+	}
 	r.upsertSearch()
 	r.showDetails()
 	return nil

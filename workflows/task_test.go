@@ -204,6 +204,7 @@ func (f *fakeConductor) deliver(ctx context.Context, req activities.DeliverReque
 		}
 	}
 	res.Brief = st
+	res.Job = fakeTally(req, tr.Events)
 	return res, nil
 }
 

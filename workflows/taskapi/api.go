@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -18,6 +19,8 @@ const (
 	SignalRedispatch = "redispatch"
 	QueryBrief       = "brief"
 	QueryStatus      = "status"
+	// QueryJob answers the task as a job of attempts (jobview.Job).
+	QueryJob = "job"
 )
 
 // WorkflowID is the one workflow id per karvi task; Temporal refuses a second
@@ -163,6 +166,10 @@ type AttemptSummary struct {
 	Phases          int      `json:"phases,omitempty"`
 	CompletedPhases int      `json:"completedPhases,omitempty"`
 	CostUSD         *float64 `json:"costUsd,omitempty"`
+	// Job is what the attempt's events said, reduced, and how it ended:
+	// the job query's record of it. Attempts that ended before the job
+	// view existed know only their end.
+	Job *jobview.Tally `json:"job,omitempty"`
 }
 
 // Status answers the status query.
