@@ -1,6 +1,10 @@
 package runstatus
 
-import "karvi-edda-temporal/runplan"
+import (
+	"time"
+
+	"karvi-edda-temporal/runplan"
+)
 
 // Looped records that a running task's conductor attempt ended without the
 // task being done: its loop_count goes up by one at once, so the document
@@ -23,4 +27,26 @@ func (s *Status) Looped(id string) error {
 func (s *Status) CanUpgrade(id string) bool {
 	t := s.Tasks[id]
 	return t != nil && t.Model == runplan.ModelSonnet && t.ModelUpgrades == 0
+}
+
+// AbortWith ends the run now like Abort, its running tasks failed with
+// reason instead of "run aborted": a run stopped by its budget says so on
+// every task it stopped.
+func (s *Status) AbortWith(reason string, at time.Time) error {
+	running := map[string]bool{}
+	for id, t := range s.Tasks {
+		if t.Status == TaskRunning {
+			running[id] = true
+		}
+	}
+	if err := s.Abort(at); err != nil {
+		return err
+	}
+	if reason == "" {
+		return nil
+	}
+	for id := range running {
+		s.Tasks[id].Error = reason
+	}
+	return nil
 }

@@ -44,3 +44,30 @@ func TestLoopedCountsWhileRunning(t *testing.T) {
 		t.Fatalf("unknown task: %v", err)
 	}
 }
+
+func TestAbortWithNamesTheReason(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := parseRun(t, `{"title":"abort","tasks":[{"id":"a","title":"A"},{"id":"b","title":"B"},{"id":"c","title":"C","depends":["a"]}]}`)
+	s := New(run, at)
+	require(t, s.Start(at))
+	require(t, s.TaskStarted("a", "", at))
+	require(t, s.TaskStarted("b", "", at))
+	require(t, s.TaskEnded("b", Done, 1, at))
+	require(t, s.AbortWith("Budget exceeded ($0.62 spent of $0.50)", at))
+	if s.Tasks["a"].Status != TaskFailed || s.Tasks["a"].Error != "Budget exceeded ($0.62 spent of $0.50)" {
+		t.Fatalf("a = %+v", s.Tasks["a"])
+	}
+	if s.Tasks["b"].Error != "" || s.Tasks["c"].Status != TaskBlocked {
+		t.Fatalf("b = %+v, c = %+v", s.Tasks["b"], s.Tasks["c"])
+	}
+	if s.Status != RunPartial {
+		t.Fatalf("run %s", s.Status)
+	}
+}
+
+func require(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -11,6 +11,7 @@ const (
 	DefaultTaskQueue = taskapi.DefaultTaskQueue
 	SignalAbort      = taskapi.SignalAbort
 	SignalRedispatch = taskapi.SignalRedispatch
+	SignalNote       = taskapi.SignalNote
 	QueryBrief       = taskapi.QueryBrief
 	QueryStatus      = taskapi.QueryStatus
 	QueryJob         = taskapi.QueryJob
@@ -32,6 +33,7 @@ type (
 	Tuning           = taskapi.Tuning
 	AbortSignal      = taskapi.AbortSignal
 	RedispatchSignal = taskapi.RedispatchSignal
+	NoteSignal       = taskapi.NoteSignal
 	Stage            = taskapi.Stage
 	AttemptSummary   = taskapi.AttemptSummary
 	Status           = taskapi.Status

@@ -67,6 +67,9 @@ func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
 			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
 	}
 	r.run = run
+	if err := budgetError(in.Budget); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
+	}
 	if len(in.Resume) > 0 {
 		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
 			return nil, badRunState(err)
@@ -115,6 +118,12 @@ func (r *runFlow) setup() error {
 	}, workflow.QueryHandlerOptions{Description: "status.json with each task's attempt, cost and last error (starter run status)"}); err != nil {
 		return fmt.Errorf("register view query: %w", err)
 	}
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryCost, func() (runapi.Cost, error) {
+		return r.cost(), nil
+	}, workflow.QueryHandlerOptions{Description: "what the tasks spent, by phase, task, model and skill, against the budget"}); err != nil {
+		return fmt.Errorf("register cost query: %w", err)
+	}
+	r.listenForSpend()
 	return r.setUpdateHandlers()
 }
 
@@ -125,6 +134,7 @@ func (r *runFlow) loop() (runstatus.Status, error) {
 	}
 	for {
 		r.applyEnds()
+		r.checkBudget()
 		if r.st.Aborting {
 			return r.abort()
 		}
@@ -197,7 +207,7 @@ func (r *runFlow) launch(id string) {
 	if t.Worktree != "" {
 		d.WorkingDir = t.Worktree
 	}
-	in := TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning}
+	in := TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning, ReportSpend: r.in.Budget != nil}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            runapi.TaskWorkflowID(id),
 		TaskQueue:             r.in.TaskQueue,
@@ -268,8 +278,9 @@ func (r *runFlow) applyEnd(e taskEnd) {
 	if t == nil || !t.Running || t.Attempt != e.Attempt {
 		return // an end already taken, or of an attempt given up on
 	}
-	t.Running, t.RunID = false, ""
+	t.Running, t.RunID, t.Spend = false, "", 0
 	t.CostUSD += e.CostUSD
+	r.addSpend(e)
 	r.changed()
 	doc := &r.st.Doc
 	if r.st.Aborting || doc.Tasks[e.ID].Status != runstatus.TaskRunning {
@@ -396,7 +407,7 @@ func (r *runFlow) abort() (runstatus.Status, error) {
 			r.log.Warn("abort not delivered to a task", "error", err)
 		}
 	}
-	if err := r.st.Doc.Abort(workflow.Now(r.ctx)); err != nil {
+	if err := r.abortDocument(); err != nil {
 		return runstatus.Status{}, fmt.Errorf("abort run %s: %w", r.run.Slug, err)
 	}
 	r.changed()
@@ -476,12 +487,16 @@ func (r *runFlow) view() runapi.View {
 		Status:         r.st.Doc,
 		StatusFile:     r.statusFile,
 		AbortReason:    r.st.AbortReason,
+		Budget:         r.in.Budget,
+		BudgetNote:     r.st.BudgetNote,
 		ContinuedAsNew: r.st.ContinuedAsNew,
 		UpdatedAt:      workflow.Now(r.ctx),
 	}
 	if r.st.Repo != nil {
 		v.Repo = r.st.Repo.Path
 	}
+	ended, running := r.spent()
+	v.SpentUSD = ended + running
 	for _, rt := range r.run.Tasks {
 		t := r.st.Tasks[rt.ID]
 		v.Tasks = append(v.Tasks, runapi.TaskView{

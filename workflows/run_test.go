@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
@@ -37,6 +38,7 @@ type fakeTasks struct {
 	live, maxLive int
 	order         []string // "start:<id>" and "end:<id>", in workflow time order
 	aborted       []string // "<id>: <reason>" of each abort signal received
+	notes         []string // "<id>: <detail>" of each note received
 }
 
 func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
@@ -59,8 +61,21 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 		took = time.Minute
 	}
 	aborted := false
+	if in.ReportSpend {
+		// Half way, the attempt tells its run what it spent so far, as a
+		// task does at its checkpoints.
+		if err := workflow.Sleep(ctx, took/2); err != nil {
+			return Result{}, err
+		}
+		took -= took / 2
+		parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", runapi.SignalTaskSpend,
+			runapi.TaskSpend{Task: id, Attempt: in.Attempt, CostUSD: 0.2}).Get(ctx, nil)
+	}
+	notes := workflow.GetSignalChannel(ctx, SignalNote)
 	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(workflow.NewTimer(ctx, took), func(workflow.Future) {})
+	done := false
+	sel.AddFuture(workflow.NewTimer(ctx, took), func(workflow.Future) { done = true })
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAbort), func(c workflow.ReceiveChannel, _ bool) {
 		var a AbortSignal
 		c.Receive(ctx, &a)
@@ -69,7 +84,16 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 		f.aborted = append(f.aborted, id+": "+a.Reason)
 		f.mu.Unlock()
 	})
-	sel.Select(ctx)
+	sel.AddReceive(notes, func(c workflow.ReceiveChannel, _ bool) {})
+	for !aborted && !done {
+		sel.Select(ctx)
+		var n NoteSignal
+		for notes.ReceiveAsync(&n) {
+			f.mu.Lock()
+			f.notes = append(f.notes, id+": "+n.Detail)
+			f.mu.Unlock()
+		}
+	}
 	f.mu.Lock()
 	f.live--
 	f.order = append(f.order, "end:"+id)
@@ -283,4 +307,49 @@ func TestRunRejectsBadRunFile(t *testing.T) {
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "invalid run file") && strings.Contains(err.Error(), "task a"), err.Error())
+}
+
+func TestRunBudgetBlocks(t *testing.T) {
+	f := &fakeTasks{}
+	env, _ := runEnv(t, f)
+	budget := costs.Budget{LimitUSD: 0.4, Action: costs.Block}
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Budget: &budget})
+	doc := runResult(t, env)
+	// a and e run at once and report $0.20 each half way: the budget is
+	// spent, both are aborted with the budget's words, nothing else starts.
+	const msg = "Budget exceeded ($0.40 spent of $0.40)"
+	require.ElementsMatch(t, []string{"a: " + msg, "e: " + msg}, f.aborted)
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	require.Equal(t, msg, doc.Tasks["a"].Error)
+	require.Equal(t, msg, doc.Tasks["e"].Error)
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks["b"].Status)
+	require.Len(t, f.calls, 2)
+}
+
+func TestRunBudgetWarns(t *testing.T) {
+	f := &fakeTasks{took: map[string]time.Duration{"e": 10 * time.Minute}}
+	env, _ := runEnv(t, f)
+	budget := costs.Budget{LimitUSD: 1, Action: costs.Warn}
+	var c runapi.Cost
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(runapi.QueryCost)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&c))
+	}, 6*time.Minute)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Budget: &budget})
+	doc := runResult(t, env)
+	require.Equal(t, runstatus.RunComplete, doc.Status, "a warn budget lets the run finish")
+	// Each note reached the tasks running when it was given, once.
+	require.Equal(t, []string{
+		"d: Budget warning: $0.95 spent of $1.00 (95%)",
+		"e: Budget warning: $0.95 spent of $1.00 (95%)",
+		"e: Budget exceeded ($1.00 spent of $1.00) (budget action warn: the run goes on)",
+	}, f.notes)
+	// The cost query mid-run: ended attempts by model add up to the total,
+	// the running ones' reports come on top, the level follows.
+	require.InDelta(t, c.Summary.TotalUSD+c.RunningUSD, c.SpentUSD, 1e-9)
+	require.InDelta(t, c.Summary.TotalUSD, c.Summary.ByModel["sonnet"]+c.Summary.ByModel["opus"], 1e-9)
+	require.NotZero(t, c.Summary.ByModel["opus"], "c runs on opus: %+v", c)
+	require.NotZero(t, c.RunningUSD, "e reported half way")
+	require.Equal(t, budget.Level(c.SpentUSD).String(), c.Level)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 )
@@ -16,9 +17,14 @@ type runState struct {
 	// Repo is set when the run works in a git repository.
 	Repo *runRepo `json:"repo,omitempty"`
 	// Touched lists, per task, the paths its merged branch changed.
-	Touched     map[string][]string `json:"touched,omitempty"`
-	Aborting    bool                `json:"aborting,omitempty"`
-	AbortReason string              `json:"abortReason,omitempty"`
+	Touched  map[string][]string `json:"touched,omitempty"`
+	Aborting bool                `json:"aborting,omitempty"`
+	// Spent adds up the attempts that ended; BudgetLevel is how far the
+	// budget has been acted on, BudgetNote what was said.
+	Spent       costs.Summary `json:"spent"`
+	BudgetLevel costs.Level   `json:"budgetLevel,omitempty"`
+	BudgetNote  string        `json:"budgetNote,omitempty"`
+	AbortReason string        `json:"abortReason,omitempty"`
 	// Changes counts changes to the document, so that it is written once
 	// per batch of them.
 	Changes        int `json:"changes"`
@@ -35,6 +41,8 @@ type runTask struct {
 	Running bool    `json:"running,omitempty"`
 	RunID   string  `json:"runId,omitempty"`
 	CostUSD float64 `json:"costUsd,omitempty"`
+	// Spend is what the running attempt reported spending so far.
+	Spend float64 `json:"spend,omitempty"`
 	// LastError is the latest attempt's error; Summary what a dependent
 	// reads of the task once it is done.
 	LastError string `json:"lastError,omitempty"`
@@ -67,11 +75,19 @@ type taskEnd struct {
 	Error   string
 	Summary string
 	CostUSD float64
+	// ByPhase, Model and Skill break the cost down.
+	ByPhase map[string]float64
+	Model   string
+	Skill   string
 }
 
 // endOfResult reads a task workflow's result.
 func endOfResult(id string, attempt int, res Result) taskEnd {
-	e := taskEnd{ID: id, Attempt: attempt, Summary: briefSummary(res.Brief)}
+	e := taskEnd{ID: id, Attempt: attempt, Summary: briefSummary(res.Brief),
+		ByPhase: res.Brief.Cost.ByPhase, Skill: res.Dispatch.Skill}
+	if m := res.Dispatch.ModelHint; m != nil {
+		e.Model = *m
+	}
 	for _, a := range res.Attempts {
 		if a.CostUSD != nil {
 			e.CostUSD += *a.CostUSD

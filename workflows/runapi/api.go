@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -21,6 +22,12 @@ const (
 	UpdateRetry  = "retry"
 	UpdateAbort  = "abort"
 
+	// SignalTaskSpend is how a task tells its run what its attempt has
+	// spent so far, at each checkpoint, when the run has a budget.
+	SignalTaskSpend = "task-spend"
+
+	// QueryCost answers with a Cost.
+	QueryCost = "cost"
 	// QueryStatus answers with the run's status.json document.
 	QueryStatus = "status"
 	// QueryView answers with a View: the document plus what a person
@@ -59,9 +66,31 @@ type RunInput struct {
 	// the suggestion). Tests use it to exercise the hand-over with tasks
 	// running.
 	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+	// Budget limits what the run's tasks may spend together; nil for none.
+	Budget *costs.Budget `json:"budget,omitempty"`
 	// Resume is the workflow's state handed over by continue-as-new; a
 	// client never sets it.
 	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// TaskSpend is the payload of SignalTaskSpend.
+type TaskSpend struct {
+	Task    string  `json:"task"`
+	Attempt int     `json:"attempt"`
+	CostUSD float64 `json:"costUsd"`
+}
+
+// Cost answers the cost query: what the run's tasks spent, those still
+// running included, and where that stands against the budget.
+type Cost struct {
+	// Summary adds up the attempts that ended, by phase, task, model and
+	// skill; RunningUSD what the attempts under way reported so far.
+	Summary    costs.Summary `json:"summary"`
+	RunningUSD float64       `json:"runningUsd"`
+	SpentUSD   float64       `json:"spentUsd"`
+	Budget     *costs.Budget `json:"budget,omitempty"`
+	// Level is under, warning or spent.
+	Level string `json:"level,omitempty"`
 }
 
 // TaskRequest names one task of the run: the input of skip and retry.
@@ -89,12 +118,15 @@ type View struct {
 	Tasks []TaskView `json:"tasks"`
 	// Overlaps names the paths more than one task changed, when the run
 	// works in a git repository.
-	Overlaps       []Overlap `json:"overlaps,omitempty"`
-	Repo           string    `json:"repo,omitempty"`
-	StatusFile     string    `json:"statusFile,omitempty"`
-	AbortReason    string    `json:"abortReason,omitempty"`
-	ContinuedAsNew int       `json:"continuedAsNew"`
-	UpdatedAt      time.Time `json:"updatedAt,omitzero"`
+	Overlaps       []Overlap     `json:"overlaps,omitempty"`
+	Repo           string        `json:"repo,omitempty"`
+	StatusFile     string        `json:"statusFile,omitempty"`
+	AbortReason    string        `json:"abortReason,omitempty"`
+	SpentUSD       float64       `json:"spentUsd,omitempty"`
+	Budget         *costs.Budget `json:"budget,omitempty"`
+	BudgetNote     string        `json:"budgetNote,omitempty"`
+	ContinuedAsNew int           `json:"continuedAsNew"`
+	UpdatedAt      time.Time     `json:"updatedAt,omitzero"`
 }
 
 // TaskView is one task as the view shows it.

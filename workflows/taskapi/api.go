@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 )
@@ -17,8 +18,10 @@ const (
 	DefaultTaskQueue = "karvi-edda"
 	SignalAbort      = "abort"
 	SignalRedispatch = "redispatch"
-	QueryBrief       = "brief"
-	QueryStatus      = "status"
+	// SignalNote adds a note to the task's brief (a run's budget warning).
+	SignalNote  = "note"
+	QueryBrief  = "brief"
+	QueryStatus = "status"
 	// QueryJob answers the task as a job of attempts (jobview.Job).
 	QueryJob = "job"
 )
@@ -50,6 +53,12 @@ type TaskInput struct {
 	// so that its plan name, and so its conductor state directory, is new.
 	Attempt int     `json:"attempt,omitempty"`
 	Tuning  *Tuning `json:"tuning,omitempty"`
+	// Budget limits what the task may spend over all its attempts; nil for
+	// none.
+	Budget *costs.Budget `json:"budget,omitempty"`
+	// ReportSpend: a task started by a run with a budget tells the run what
+	// its attempt has spent at each checkpoint.
+	ReportSpend bool `json:"reportSpend,omitempty"`
 	// Resume is the workflow's whole state, handed over by continue-as-new;
 	// empty on a fresh start. A client never sets it. It is kept as JSON
 	// here, so that clients do not link the worker's types; the workflow
@@ -121,6 +130,12 @@ func (t *Tuning) ContinueAsNewAfterPollsOrZero() int {
 // AbortSignal is the payload of the abort signal; every field is optional.
 type AbortSignal struct {
 	Reason string `json:"reason,omitempty"`
+}
+
+// NoteSignal is the payload of the note signal.
+type NoteSignal struct {
+	Action string `json:"action"`
+	Detail string `json:"detail"`
 }
 
 // RedispatchSignal is the payload of the redispatch signal; every field is
