@@ -25,6 +25,8 @@ func (c *command) wantArgs() int { return max(c.nargs, 1) }
 
 // options are the subcommands' own flags.
 type options struct {
+	budgetUSD     float64
+	budgetAction  string
 	repo          string
 	featureBranch string
 	wait          bool
@@ -65,7 +67,9 @@ var commands = []*command{
 		flags: templatesFlag},
 	{name: "run status", arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
 		flags: runStatusFlags},
-	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow", flags: followFlag},
+	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow",
+		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o) }},
+	{name: "cost", arg: "<taskId>", summary: "what the task spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
@@ -80,9 +84,20 @@ var commands = []*command{
 	{name: "run skip", arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
 	{name: "run retry", arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
 	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
+	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
+}
+
+func budgetFlags(fs *flag.FlagSet, o *options) {
+	fs.Float64Var(&o.budgetUSD, "budget", 0, "spending limit in `USD`: a warning at 80 %, the budget action at 100 % (0: none)")
+	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more) or warn")
+}
+
+func jsonOnlyFlag(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 }
 
 func runStartFlags(fs *flag.FlagSet, o *options) {
+	budgetFlags(fs, o)
 	fs.StringVar(&o.repo, "repo", "", "git repository `dir` (inside the worker's work root) the tasks work in, each on a worktree of its own")
 	fs.StringVar(&o.featureBranch, "feature-branch", "", "`branch` the tasks' branches merge into (default feature/<slug>)")
 	fs.BoolVar(&o.wait, "wait", false, "wait for the run to end and print its final status")

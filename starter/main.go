@@ -81,7 +81,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d}, stdout); err != nil {
+		budget, err := budgetOf(inv.opts)
+		if err != nil {
+			return err
+		}
+		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d, Budget: budget}, stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -116,6 +120,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printJob(ctx, cl, arg, inv.opts.report, stdout)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
+	case "cost":
+		var c taskapi.Cost
+		if err := query(ctx, cl, arg, taskapi.QueryCost, &c); err != nil {
+			return err
+		}
+		return printCost(stdout, "task "+arg, c.Summary, 0, c.Budget, c.Level, inv.opts.json, c)
+	case "run cost":
+		return printRunCost(ctx, cl, arg, inv.opts.json, stdout)
 	case "run start":
 		return startRun(ctx, cl, conn.TaskQueue, inv, stdin, stdout)
 	case "run pause":

@@ -26,7 +26,11 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch}
+	budget, err := budgetOf(inv.opts)
+	if err != nil {
+		return err
+	}
+	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch, Budget: budget}
 	id := runapi.WorkflowID(r.Slug)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,

@@ -14,6 +14,7 @@ const (
 	SignalNote       = taskapi.SignalNote
 	QueryBrief       = taskapi.QueryBrief
 	QueryStatus      = taskapi.QueryStatus
+	QueryCost        = taskapi.QueryCost
 	QueryJob         = taskapi.QueryJob
 
 	StagePrepare = taskapi.StagePrepare

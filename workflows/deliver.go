@@ -122,6 +122,9 @@ func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 		r.decide(mapping.ExitOutcome(res.Exit(), a.Brief, a.Plan.Summary))
 		return nil
 	}
+	if ended, err := r.betweenDeliveries(); ended || err != nil {
+		return err
+	}
 	return r.stopIfSilent()
 }
 

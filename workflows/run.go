@@ -389,6 +389,9 @@ func (r *runFlow) close() (runstatus.Status, error) {
 	return r.st.Doc, nil
 }
 
+// abortWait bounds how long an aborted run waits for its tasks to end.
+const abortWait = 2 * time.Minute
+
 // abort stops every running task (each is told to abort, and stops its own
 // conductor) and ends the run.
 func (r *runFlow) abort() (runstatus.Status, error) {
@@ -405,6 +408,20 @@ func (r *runFlow) abort() (runstatus.Status, error) {
 	for _, f := range sent {
 		if err := f.Get(r.ctx, nil); err != nil {
 			r.log.Warn("abort not delivered to a task", "error", err)
+		}
+	}
+	// The aborted tasks stop their conductors and end within moments: wait
+	// for them (a while at most), so their spending counts and nothing the
+	// run started still runs when it reports its end.
+	deadline := workflow.Now(r.ctx).Add(abortWait)
+	for r.applyEnds(); r.running() > 0; r.applyEnds() {
+		left := deadline.Sub(workflow.Now(r.ctx))
+		if left <= 0 {
+			r.log.Warn("aborted tasks still running; the run ends without them", "running", r.running())
+			break
+		}
+		if _, err := workflow.AwaitWithTimeout(r.ctx, left, func() bool { return len(r.inbox) > 0 }); err != nil {
+			return runstatus.Status{}, err
 		}
 	}
 	if err := r.abortDocument(); err != nil {

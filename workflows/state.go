@@ -27,6 +27,8 @@ type State struct {
 	ContinuedAsNew int    `json:"continuedAsNew,omitempty"`
 	// Polls counts event-log polls in this run (reset by continue-as-new).
 	Polls int `json:"polls,omitempty"`
+	// Budget is the task's budget and the notes for its brief.
+	Budget BudgetState `json:"budget,omitzero"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so

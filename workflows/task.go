@@ -11,6 +11,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // acts is only used for its method values: the compiler checks the activity
@@ -80,10 +81,17 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	if attempt < 1 {
 		attempt = 1
 	}
+	if in.Budget != nil {
+		if err := in.Budget.Validate(); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("invalid task budget: %v", err), activities.ErrInvalidDispatch, err)
+		}
+	}
 	r.st = State{
 		Dispatch: in.Dispatch,
 		Tuning:   in.Tuning,
 		Current:  newAttempt(attempt, workflow.Now(ctx)),
+		Budget:   BudgetState{Budget: in.Budget, ReportSpend: in.ReportSpend},
 	}
 	if attempt > 1 {
 		r.st.Dispatch.Mode = "redispatch"
@@ -94,6 +102,12 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 func (r *taskRun) setup() error {
 	r.abortCh = workflow.GetSignalChannel(r.ctx, SignalAbort)
 	r.redispatchCh = workflow.GetSignalChannel(r.ctx, SignalRedispatch)
+	r.listenForNotes()
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, QueryCost, func() (taskapi.Cost, error) {
+		return r.cost(), nil
+	}, workflow.QueryHandlerOptions{Description: "what the attempts spent, by phase, model and skill, against the budget"}); err != nil {
+		return fmt.Errorf("register cost query: %w", err)
+	}
 	if err := workflow.SetQueryHandler(r.ctx, QueryBrief, func() (mapping.Brief, error) {
 		return r.st.Current.Brief.Brief, nil
 	}); err != nil {

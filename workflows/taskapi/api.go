@@ -22,6 +22,8 @@ const (
 	SignalNote  = "note"
 	QueryBrief  = "brief"
 	QueryStatus = "status"
+	// QueryCost answers what the task spent (Cost).
+	QueryCost = "cost"
 	// QueryJob answers the task as a job of attempts (jobview.Job).
 	QueryJob = "job"
 )
@@ -130,6 +132,16 @@ func (t *Tuning) ContinueAsNewAfterPollsOrZero() int {
 // AbortSignal is the payload of the abort signal; every field is optional.
 type AbortSignal struct {
 	Reason string `json:"reason,omitempty"`
+}
+
+// Cost answers the cost query: what the task's attempts spent, by phase,
+// model and skill, and where that stands against its budget.
+type Cost struct {
+	TaskID  string        `json:"taskId"`
+	Summary costs.Summary `json:"summary"`
+	Budget  *costs.Budget `json:"budget,omitempty"`
+	// Level is under, warning or spent; empty without a budget.
+	Level string `json:"level,omitempty"`
 }
 
 // NoteSignal is the payload of the note signal.

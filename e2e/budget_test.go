@@ -1,0 +1,97 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// A run with a $0.50 block budget whose tasks cost $0.60 each: once the
+// running tasks' spending passes the budget they are aborted with
+// "Budget exceeded ($X spent of $0.50)", on their briefs and in
+// status.json, and no other task starts.
+func TestRunBudgetBlocksTheRun(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=700ms cost=0.20"})
+	runFile := `{"slug":"bud","title":"Budget","concurrency":2,"tasks":[
+	 {"id":"bud-a","title":"A"},{"id":"bud-b","title":"B"},
+	 {"id":"bud-c","title":"C","depends":["bud-a"]},{"id":"bud-d","title":"D"}]}`
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile),
+		Budget: &costs.Budget{LimitUSD: 0.5, Action: costs.Block},
+		Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+	doc := r.RunResult(wr, 2*time.Minute)
+
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	for _, id := range []string{"bud-a", "bud-b"} {
+		task := doc.Tasks[id]
+		require.Equal(t, runstatus.TaskFailed, task.Status, id)
+		var spent float64
+		_, err := fmt.Sscanf(task.Error, "Budget exceeded ($%f spent of $0.50)", &spent)
+		require.NoError(t, err, "%s: %q", id, task.Error)
+		require.GreaterOrEqual(t, spent, 0.5, id)
+		res := r.Result(r.Client.GetWorkflow(t.Context(), runapi.TaskWorkflowID(id), ""))
+		require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus, id)
+		require.Equal(t, 3, res.Brief.Plan.TotalPhases)
+		require.Less(t, res.Brief.CompletedPhases, 3, "%s: the budget stopped it before its plan finished", id)
+	}
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks["bud-c"].Status)
+	require.Equal(t, runstatus.TaskQueued, doc.Tasks["bud-d"].Status, "no task starts once the budget is spent")
+	require.Empty(t, r.LiveConductors())
+
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "run", "cost", "bud").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "of a $0.50 budget (block at 100 %): spent")
+	require.Contains(t, string(out), "sonnet")
+}
+
+// A task with its own $0.30 block budget, $0.20 a phase, is stopped at the
+// first checkpoint past it; one with a $0.45 warn budget gets the 80 %
+// warning on its brief and finishes.
+func TestTaskBudgetBlocksAndWarns(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
+	tuning := &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}
+	blocked := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-block", "Spend too much."),
+		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Block}, Tuning: tuning})
+	warned := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-warn", "Spend a lot."),
+		Budget: &costs.Budget{LimitUSD: 0.45, Action: costs.Warn}, Tuning: tuning})
+
+	res := r.Result(blocked)
+	require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
+	require.Equal(t, "Budget exceeded ($0.40 spent of $0.30)", res.Outcome.LastError)
+	require.Equal(t, "blocked", r.FileStatus("bud-block")["status"])
+
+	res = r.Result(warned)
+	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
+	var notes []string
+	for _, e := range res.Brief.Log {
+		if e.Action == "budget" {
+			notes = append(notes, e.Detail)
+		}
+	}
+	// The warning at $0.40; at $0.60 the warn budget notes the excess and
+	// goes on, unless the plan's end came in the same checkpoint.
+	require.NotEmpty(t, notes)
+	require.Equal(t, "Budget warning: $0.40 spent of $0.45 (89%)", notes[0])
+	if len(notes) > 1 {
+		require.Equal(t, []string{"Budget exceeded ($0.60 spent of $0.45) (budget action warn: the task goes on)"}, notes[1:])
+	}
+	// The sink's brief has the note too.
+	require.Contains(t, string(r.FileBriefRaw("bud-warn")), "Budget warning: $0.40 spent of $0.45")
+}

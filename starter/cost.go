@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/workflows/runapi"
+)
+
+// budgetOf reads -budget and -budget-action; nil without a budget.
+func budgetOf(o options) (*costs.Budget, error) {
+	if o.budgetUSD == 0 {
+		return nil, nil
+	}
+	b := &costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+	if err := b.Validate(); err != nil {
+		return nil, &usageError{msg: err.Error()}
+	}
+	return b, nil
+}
+
+func printRunCost(ctx context.Context, cl client.Client, slug string, asJSON bool, stdout io.Writer) error {
+	v, err := cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", runapi.QueryCost)
+	if err != nil {
+		return runError(slug, "query cost of", err)
+	}
+	var c runapi.Cost
+	if err := v.Get(&c); err != nil {
+		return fmt.Errorf("run %s: cost: %w", slug, err)
+	}
+	return printCost(stdout, "run "+slug, c.Summary, c.RunningUSD, c.Budget, c.Level, asJSON, c)
+}
+
+// printCost prints spending as tables a person reads: the total and the
+// budget, then by phase, task, model and skill, largest first.
+func printCost(w io.Writer, what string, s costs.Summary, running float64, b *costs.Budget, level string, asJSON bool, raw any) error {
+	if asJSON {
+		return printJSON(w, raw)
+	}
+	var out strings.Builder
+	total := s.TotalUSD + running
+	fmt.Fprintf(&out, "%s spent $%.2f", what, total)
+	if running > 0 {
+		fmt.Fprintf(&out, " ($%.2f by attempts still running)", running)
+	}
+	if b != nil {
+		fmt.Fprintf(&out, " of a $%.2f budget (%s at 100 %%): %s", b.LimitUSD, b.Action, level)
+	}
+	out.WriteString("\n")
+	for _, part := range []struct {
+		name string
+		m    map[string]float64
+	}{{"PHASE", s.ByPhase}, {"TASK", s.ByTask}, {"MODEL", s.ByModel}, {"SKILL", s.BySkill}} {
+		if len(part.m) == 0 {
+			continue
+		}
+		out.WriteString("\n")
+		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\tUSD\tSHARE\t\n", part.name)
+		keys := slices.Sorted(maps.Keys(part.m))
+		slices.SortStableFunc(keys, func(a, b string) int {
+			switch {
+			case part.m[a] > part.m[b]:
+				return -1
+			case part.m[a] < part.m[b]:
+				return 1
+			}
+			return 0
+		})
+		for _, k := range keys {
+			share := 0.0
+			if s.TotalUSD > 0 {
+				share = 100 * part.m[k] / s.TotalUSD
+			}
+			fmt.Fprintf(tw, "%s\t$%.2f\t%.0f%%\t\n", k, part.m[k], share)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	out.WriteString("\ntokens: not reported by the conductor\n")
+	_, err := io.WriteString(w, out.String())
+	return err
+}

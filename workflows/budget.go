@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// Between two deliveries the workflow owns the brief (no tail is writing
+// it), so that is where what the bridge itself has to say goes: notes
+// signalled by the task's run (a budget warning), the spending reported to
+// the run, and the task's own budget, checked against what its attempts
+// spent. A task started without a budget, a run to report to or a note
+// does none of this, and records nothing more in history.
+
+// BudgetState is how far the task's budget has been acted on.
+type BudgetState struct {
+	Budget *costs.Budget `json:"budget,omitempty"`
+	Level  costs.Level   `json:"level,omitempty"`
+	// ReportSpend: tell the run (the parent) what the attempt spent;
+	// Reported is the last amount told, per attempt.
+	ReportSpend bool    `json:"reportSpend,omitempty"`
+	Reported    float64 `json:"reported,omitempty"`
+	ReportedN   int     `json:"reportedN,omitempty"`
+	// Notes wait for the next point between deliveries.
+	Notes []NoteSignal `json:"notes,omitempty"`
+}
+
+// listenForNotes queues the notes the task's run sends.
+func (r *taskRun) listenForNotes() {
+	ch := workflow.GetSignalChannel(r.ctx, SignalNote)
+	workflow.Go(r.ctx, func(gctx workflow.Context) {
+		for {
+			var n NoteSignal
+			ch.Receive(gctx, &n)
+			r.st.Budget.Notes = append(r.st.Budget.Notes, n)
+		}
+	})
+}
+
+// betweenDeliveries runs at a checkpoint that did not end the attempt.
+// It returns true when the budget ended the attempt.
+func (r *taskRun) betweenDeliveries() (bool, error) {
+	r.applyNotes()
+	r.reportSpend()
+	return r.checkTaskBudget()
+}
+
+func (r *taskRun) applyNotes() {
+	b := &r.st.Budget
+	if len(b.Notes) == 0 {
+		return
+	}
+	a := &r.st.Current
+	at := workflow.Now(r.ctx).UTC().Format(time.RFC3339)
+	var patches []mapping.Patch
+	for _, n := range b.Notes {
+		c := a.Brief.Note(at, n.Action, n.Detail)
+		patches = append(patches, r.enc.Patch(&a.Brief, c))
+	}
+	b.Notes = nil
+	r.sendPatches(patches)
+}
+
+// taskSpent is what every attempt of the task spent, the current included.
+func (r *taskRun) taskSpent() float64 {
+	total := spent(r.st.Current.Brief)
+	for _, f := range r.st.Finished {
+		if f.CostUSD != nil && f.Attempt != r.st.Current.N {
+			total += *f.CostUSD
+		}
+	}
+	return total
+}
+
+// reportSpend tells the run what the current attempt has spent, when it
+// asked and the amount grew.
+func (r *taskRun) reportSpend() {
+	b := &r.st.Budget
+	parent := workflow.GetInfo(r.ctx).ParentWorkflowExecution
+	if !b.ReportSpend || parent == nil {
+		return
+	}
+	a := &r.st.Current
+	now := spent(a.Brief)
+	if b.ReportedN == a.N && now <= b.Reported {
+		return
+	}
+	err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskSpend,
+		runapi.TaskSpend{Task: r.st.Dispatch.TaskID, Attempt: a.N, CostUSD: now}).Get(r.ctx, nil)
+	if err != nil {
+		r.log.Warn("spending not reported to the run", "error", err)
+		return
+	}
+	b.Reported, b.ReportedN = now, a.N
+}
+
+// checkTaskBudget notes a warning at 80 % of the task's budget, once, and
+// at 100 % notes it or, for a block budget, stops the conductor: the
+// attempt ends blocked, "Budget exceeded ($X spent of $Y)".
+func (r *taskRun) checkTaskBudget() (bool, error) {
+	b := &r.st.Budget
+	if b.Budget == nil {
+		return false, nil
+	}
+	total := r.taskSpent()
+	level := b.Budget.Level(total)
+	if level <= b.Level {
+		return false, nil
+	}
+	b.Level = level
+	if level == costs.Warning {
+		b.Notes = append(b.Notes, NoteSignal{Action: "budget", Detail: b.Budget.WarningMessage(total)})
+		r.applyNotes()
+		return false, nil
+	}
+	if b.Budget.Action == costs.Warn {
+		b.Notes = append(b.Notes, NoteSignal{Action: "budget",
+			Detail: b.Budget.ExceededMessage(total) + " (budget action warn: the task goes on)"})
+		r.applyNotes()
+		return false, nil
+	}
+	r.log.Warn("task budget spent: stopping the conductor", "spent", total, "limit", b.Budget.LimitUSD)
+	completed, err := r.stopConductor()
+	if err != nil {
+		return false, err
+	}
+	limit := b.Budget.LimitUSD
+	o := mapping.BudgetOutcome(r.taskSpent(), &limit)
+	if completed != nil {
+		o = *completed // the plan finished before it could be stopped
+	}
+	r.decide(o)
+	return true, nil
+}
+
+// cost answers the cost query. Finished attempts count by their totals;
+// the current one, still running or the last, by phase.
+func (r *taskRun) cost() taskapi.Cost {
+	d := r.st.Dispatch
+	model := ""
+	if d.ModelHint != nil {
+		model = *d.ModelHint
+	}
+	var sum costs.Summary
+	cur := r.st.Current
+	for _, f := range r.st.Finished {
+		if f.Attempt == cur.N || f.CostUSD == nil {
+			continue
+		}
+		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill, TotalUSD: *f.CostUSD})
+	}
+	_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill,
+		ByPhase: cur.Brief.Brief.Cost.ByPhase, TotalUSD: spent(cur.Brief)})
+	c := taskapi.Cost{TaskID: d.TaskID, Summary: sum, Budget: r.st.Budget.Budget}
+	if b := r.st.Budget.Budget; b != nil {
+		c.Level = b.Level(sum.TotalUSD).String()
+	}
+	return c
+}
