@@ -137,6 +137,23 @@ func TestRunDiamondAndFailureCascade(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &disk))
 	require.Equal(t, doc.Summary, disk.Summary)
 	require.Equal(t, doc.Status, disk.Status)
+
+	// The run ended partial; a person skips the failed task, which reopens
+	// the run where it ended: g runs, and the run completes. A request that
+	// does not apply is refused and reopens nothing.
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "run", "retry", "dc", "dc-a").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "cannot be reopened: task dc-a: cannot retry: it is done")
+	out, err = exec.Command(bin, "-address", r.Server.Addr, "run", "skip", "dc", "dc-f").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "reopened")
+	doc = r.RunResult(r.Client.GetWorkflow(t.Context(), runapi.WorkflowID("dc"), ""), 2*time.Minute)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Equal(t, runstatus.TaskSkipped, doc.Tasks["dc-f"].Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["dc-g"].Status)
+	require.Equal(t, 1, doc.Tasks["dc-a"].LoopCount, "a done task is not run again")
 }
 
 // A person at the controls: pause holds back a task whose dependency

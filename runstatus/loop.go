@@ -50,3 +50,19 @@ func (s *Status) AbortWith(reason string, at time.Time) error {
 	}
 	return nil
 }
+
+// Reopen takes an ended run back to active, so that a person can retry or
+// skip what kept it from completing: its summary and end time go, every
+// task stays as it ended.
+func (s *Status) Reopen() error {
+	if err := s.bound(); err != nil {
+		return err
+	}
+	if !s.ended() {
+		return s.runError("reopen")
+	}
+	s.Status = RunActive
+	s.CompletedAt = time.Time{}
+	s.Summary = nil
+	return nil
+}

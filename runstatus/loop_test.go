@@ -71,3 +71,27 @@ func require(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestReopenLetsAPersonRetry(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	run := parseRun(t, `{"title":"reopen","tasks":[{"id":"a","title":"A"},{"id":"b","title":"B","depends":["a"]}]}`)
+	s := New(run, at)
+	if err := s.Reopen(); !errors.Is(err, ErrTransition) {
+		t.Fatalf("reopen of a ready run: %v", err)
+	}
+	require(t, s.Start(at))
+	require(t, s.TaskStarted("a", "", at))
+	require(t, s.TaskEnded("a", Failed("boom"), 1, at))
+	require(t, s.Complete(at))
+	if s.Status != RunPartial || s.Summary == nil {
+		t.Fatalf("run %s", s.Status)
+	}
+	require(t, s.Reopen())
+	if s.Status != RunActive || s.Summary != nil || !s.CompletedAt.IsZero() {
+		t.Fatalf("reopened: %+v", s)
+	}
+	require(t, s.Retry("a"))
+	if got := s.Ready(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("ready after retry: %v", got)
+	}
+}

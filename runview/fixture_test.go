@@ -246,7 +246,7 @@ func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
 	ui.Status = runstatus.TaskNeedsHumanRebase
 	ui.ConflictAt = f.now.Add(20 * time.Second)
 	ui.ConflictFiles = []string{"src/profile/types.ts", "src/profile/api.ts"}
-	ui.Branch = "karimo/user-profiles/ui"
+	ui.Branch = "feature/user-profiles-ui"
 	ui.Worktree = ".worktrees/user-profiles/ui"
 	f.view.Overlaps = []runapi.Overlap{
 		{Path: "src/profile/api.ts", Tasks: []string{"api", "ui"}},

@@ -539,9 +539,6 @@ func (d *drawing) warnings() string {
 // waits for it and the commands that retry or skip it, and the command
 // that resumes a paused run.
 func (d *drawing) blockers() string {
-	if d.ended() {
-		return ""
-	}
 	var entries []string
 	var more []string
 	for _, t := range d.tasks {
@@ -557,6 +554,12 @@ func (d *drawing) blockers() string {
 			}
 		case runstatus.TaskPaused:
 			head = fmt.Sprintf("%s %s (%s)", t.ID, d.paintTask(t.Status), orText(string(t.PausedReason), "no reason given"))
+			if deps := d.downstream(t.ID); len(deps) > 0 {
+				waits = "holds up " + names(deps)
+			}
+		case runstatus.TaskNeedsHumanRebase:
+			head = fmt.Sprintf("%s %s: rebase %s onto %s, then retry to merge it again", t.ID, d.paintTask(t.Status),
+				orText(t.Branch, "its branch"), orText(d.v.Status.FeatureBranch, "the feature branch"))
 			if deps := d.downstream(t.ID); len(deps) > 0 {
 				waits = "holds up " + names(deps)
 			}
@@ -577,6 +580,9 @@ func (d *drawing) blockers() string {
 	}
 	if len(more) > 0 {
 		entries = append(entries, fmt.Sprintf("  ... %d more failed or paused: %s", len(more), names(more)))
+	}
+	if len(entries) > 0 && d.ended() {
+		entries = append(entries, "  the run has ended: a retry or skip reopens it where it ended")
 	}
 	if d.v.Status.Status == runstatus.RunPaused {
 		entries = append(entries, "  the run is paused: no task starts until it resumes\n    resume: "+ResumeCommand(d.v.Slug))

@@ -135,9 +135,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "run resume":
 		return updateRun(ctx, cl, arg, runapi.UpdateResume, nil, stdout)
 	case "run skip":
-		return updateRun(ctx, cl, arg, runapi.UpdateSkip, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
+		return retryOrSkip(ctx, cl, arg, runapi.UpdateSkip, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
 	case "run retry":
-		return updateRun(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
+		return retryOrSkip(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
 	case "run abort":
 		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
 	case "result":

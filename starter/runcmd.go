@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/runplan"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
 )
 
@@ -97,4 +98,81 @@ func updateRun(ctx context.Context, cl client.Client, slug, name string, arg any
 	}
 	fmt.Fprintf(stdout, "run %s: %s done\n", slug, name)
 	return nil
+}
+
+// retryOrSkip sends retry or skip to a run; when the run has already ended
+// (partial: what kept it from completing is exactly what a person retries or
+// skips), it is reopened from where it ended with the request applied first.
+// The request is checked against the ended run first, so a refusal starts
+// nothing.
+func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req runapi.TaskRequest, stdout io.Writer) error {
+	id := runapi.WorkflowID(slug)
+	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return runError(slug, "describe", err)
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return updateRun(ctx, cl, slug, name, req, stdout)
+	}
+	v, err := cl.QueryWorkflow(ctx, id, "", runapi.QueryHandover)
+	if err != nil {
+		return runError(slug, "read where it ended", err)
+	}
+	var in runapi.RunInput
+	if err := v.Get(&in); err != nil {
+		return fmt.Errorf("run %s: handover: %w", slug, err)
+	}
+	if err := checkReopen(in, name, req); err != nil {
+		return fmt.Errorf("run %s has ended and cannot be reopened: %w", slug, err)
+	}
+	in.Reopen = &runapi.Reopen{Update: name, Task: req}
+	// The reopened run goes where the run ran, whatever queue this starter
+	// would start new work on.
+	taskQueue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	r, err := runplan.Parse(in.Run)
+	if err != nil {
+		return err
+	}
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                taskQueue,
+		StaticSummary:            fmt.Sprintf("Run %s: %s (%d tasks), reopened to %s %s", r.Slug, r.Title, len(r.Tasks), name, req.Task),
+		StaticDetails:            runDetails(r),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, runapi.RunWorkflowName, in)
+	if err != nil {
+		return fmt.Errorf("reopen run %s: %w", slug, err)
+	}
+	fmt.Fprintf(stdout, "run %s had ended; reopened (run %s) to %s %s\n", slug, run.GetRunID(), name, req.Task)
+	return nil
+}
+
+// checkReopen applies the request to the ended run's document, as the
+// reopened workflow will, and says why it would not apply.
+func checkReopen(in runapi.RunInput, name string, req runapi.TaskRequest) error {
+	r, err := runplan.Parse(in.Run)
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Doc runstatus.Status `json:"doc"`
+	}
+	if err := json.Unmarshal(in.Resume, &st); err != nil {
+		return fmt.Errorf("its state: %w", err)
+	}
+	doc := st.Doc
+	if err := doc.Bind(r); err != nil {
+		return err
+	}
+	if err := doc.Reopen(); err != nil {
+		return err
+	}
+	if name == runapi.UpdateSkip {
+		return doc.Skip(req.Task)
+	}
+	if t := doc.Tasks[req.Task]; t != nil && t.Status == runstatus.TaskNeedsHumanRebase {
+		return doc.RetryMerge(req.Task)
+	}
+	return doc.Retry(req.Task)
 }

@@ -78,6 +78,13 @@ func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
 			return nil, badRunState(err)
 		}
 		r.st.ContinuedAsNew++
+		if in.Reopen != nil {
+			if err := r.reopen(*in.Reopen); err != nil {
+				return nil, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("reopen run %s: %v", run.Slug, err), "BadReopen", err)
+			}
+			r.in.Reopen = nil
+		}
 		return r, nil
 	}
 	now := workflow.Now(ctx)
@@ -122,6 +129,10 @@ func (r *runFlow) setup() error {
 		return r.cost(), nil
 	}, workflow.QueryHandlerOptions{Description: "what the tasks spent, by phase, task, model and skill, against the budget"}); err != nil {
 		return fmt.Errorf("register cost query: %w", err)
+	}
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryHandover, r.handover,
+		workflow.QueryHandlerOptions{Description: "the input the run would continue from (starter reopens an ended run with it)"}); err != nil {
+		return fmt.Errorf("register handover query: %w", err)
 	}
 	r.listenForSpend()
 	return r.setUpdateHandlers()
@@ -474,14 +485,54 @@ func (r *runFlow) shouldContinueAsNew() bool {
 }
 
 func (r *runFlow) continueAsNew() error {
+	next, err := r.handover()
+	if err != nil {
+		return err
+	}
+	r.log.Info("continuing as new", "run", r.run.Slug, "running", r.running())
+	return workflow.NewContinueAsNewError(r.ctx, runapi.RunWorkflowName, next)
+}
+
+// handover is the input the next run of the workflow starts from.
+func (r *runFlow) handover() (runapi.RunInput, error) {
 	data, err := json.Marshal(r.st)
 	if err != nil {
-		return fmt.Errorf("hand over the run state: %w", err)
+		return runapi.RunInput{}, fmt.Errorf("hand over the run state: %w", err)
 	}
 	next := r.in
 	next.Resume = data
-	r.log.Info("continuing as new", "run", r.run.Slug, "running", r.running())
-	return workflow.NewContinueAsNewError(r.ctx, runapi.RunWorkflowName, next)
+	next.Reopen = nil
+	return next, nil
+}
+
+// reopen takes an ended run back to active and applies the request it was
+// reopened for; a request that does not apply leaves it ended.
+func (r *runFlow) reopen(req runapi.Reopen) error {
+	doc := &r.st.Doc
+	if err := doc.Reopen(); err != nil {
+		return err
+	}
+	var err error
+	switch req.Update {
+	case runapi.UpdateRetry:
+		if t := doc.Tasks[req.Task.Task]; t != nil && t.Status == runstatus.TaskNeedsHumanRebase {
+			if err = doc.RetryMerge(req.Task.Task); err == nil {
+				r.st.Tasks[req.Task.Task].Merge = true
+			}
+		} else {
+			err = doc.Retry(req.Task.Task)
+		}
+	case runapi.UpdateSkip:
+		err = doc.Skip(req.Task.Task)
+	default:
+		err = fmt.Errorf("a run is reopened to retry or skip a task, not to %q", req.Update)
+	}
+	if err != nil {
+		return err
+	}
+	r.st.Aborting, r.st.AbortReason = false, ""
+	r.changed()
+	return nil
 }
 
 // rootMessage is the innermost error's message: what a person reads.

@@ -26,6 +26,10 @@ const (
 	// spent so far, at each checkpoint, when the run has a budget.
 	SignalTaskSpend = "task-spend"
 
+	// QueryHandover answers with the RunInput the run would continue-as-new
+	// with: what a client needs to reopen an ended run.
+	QueryHandover = "handover"
+
 	// QueryCost answers with a Cost.
 	QueryCost = "cost"
 	// QueryStatus answers with the run's status.json document.
@@ -68,9 +72,20 @@ type RunInput struct {
 	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
 	// Budget limits what the run's tasks may spend together; nil for none.
 	Budget *costs.Budget `json:"budget,omitempty"`
+	// Reopen, with Resume from a closed run's handover query, starts the
+	// run again from where it ended and applies this request first (a retry
+	// or skip of a task that kept it from completing).
+	Reopen *Reopen `json:"reopen,omitempty"`
 	// Resume is the workflow's state handed over by continue-as-new; a
-	// client never sets it.
+	// client never sets it but to reopen.
 	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// Reopen is the request an ended run is reopened for.
+type Reopen struct {
+	// Update is UpdateRetry or UpdateSkip.
+	Update string      `json:"update"`
+	Task   TaskRequest `json:"task"`
 }
 
 // TaskSpend is the payload of SignalTaskSpend.
