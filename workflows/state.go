@@ -26,6 +26,9 @@ type State struct {
 	ContinuedAsNew int    `json:"continuedAsNew,omitempty"`
 	// Polls counts event-log polls in this run (reset by continue-as-new).
 	Polls int `json:"polls,omitempty"`
+	// Stream is the task's canonical event stream (stream.go); nil for a
+	// workflow that began before it existed, which writes none.
+	Stream *StreamState `json:"stream,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -108,6 +111,11 @@ type Counts struct {
 	Malformed     int `json:"malformed,omitempty"`
 	// LastMalformed is the (redacted, shortened) last malformed line.
 	LastMalformed string `json:"lastMalformed,omitempty"`
+	// Stream* count the events stored in the task's stream, and the
+	// warnings and drops of the activities that report them.
+	StreamEvents   int `json:"streamEvents,omitempty"`
+	StreamWarnings int `json:"streamWarnings,omitempty"`
+	StreamDropped  int `json:"streamDropped,omitempty"`
 }
 
 // stateV1 is State as workflows carried it across continue-as-new before
