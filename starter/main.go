@@ -111,6 +111,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printJSON(stdout, b)
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
+	case "events":
+		return printEvents(ctx, cl, conn.TaskQueue, arg, eventsOptionsFor(stdout, inv.opts), stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {
