@@ -241,8 +241,10 @@ func (a *Activities) ReadEvents(ctx context.Context, req ReadEventsRequest) (Rea
 	if err != nil {
 		return ReadEventsResult{}, err
 	}
+	// The errors below say everything in their message: a cause would
+	// only add its shorter text as the innermost one a client shows.
 	if _, err := st.Path(req.RunID); err != nil {
-		return ReadEventsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadRead, err)
+		return ReadEventsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadRead, nil)
 	}
 	limit := req.MaxBytes
 	if limit <= 0 || limit > maxPageBytes {
@@ -251,7 +253,7 @@ func (a *Activities) ReadEvents(ctx context.Context, req ReadEventsRequest) (Rea
 	p, err := st.Read(ctx, req.RunID, req.Offset, eventstream.ReadOptions{
 		Wait: req.MaxWait, Linger: pageLinger, MaxBytes: limit, Poll: a.Config.TailPoll})
 	if errors.Is(err, eventstream.ErrOffset) {
-		return ReadEventsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadRead, err)
+		return ReadEventsResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadRead, nil)
 	}
 	if err != nil {
 		return ReadEventsResult{}, fmt.Errorf("read events of %s: %w", req.RunID, err)

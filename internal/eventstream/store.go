@@ -73,8 +73,8 @@ type Result struct {
 	// file; Dropped ones did not validate (Errors says why, one each).
 	Appended, Skipped, Dropped int
 	// Warnings are what validation reported of the appended events: a
-	// degraded enum, a rewritten ts, a state change the table does not
-	// allow. Each names the event's raw_ref; both are redacted, since
+	// degraded enum, a state change the table does not allow (a ts
+	// rewritten to UTC milliseconds is routine and not reported). Each names the event's raw_ref; both are redacted, since
 	// they quote the values they complain about.
 	Warnings []string
 	Errors   []string
@@ -137,6 +137,11 @@ func (s *Store) Append(runID string, evs []canonical.Event) (Result, error) {
 		// The unredacted event is the one whose agent ids the table knows.
 		_, tw, _ := f.stream.Validate(v)
 		for _, w := range append(warns, tw...) {
+			if w.Kind == canonical.WarnTimestamp {
+				// Normalising ts to UTC milliseconds is routine (the
+				// conductor writes nanoseconds), not a problem to report.
+				continue
+			}
 			res.Warnings = append(res.Warnings, redact.String(r.RawRef+": "+w.String()))
 		}
 		buf.Write(line)

@@ -110,6 +110,7 @@ func TestAppendValidatesRedactsAndWarns(t *testing.T) {
 	bad := ev(a, 10, canonical.StateRunning)
 	bad.AgentID = "not an id"
 	odd := ev(a, 20, "sleepy")
+	odd.TS = "2026-02-28T12:00:00.123456789+09:00" // normalised, without a warning
 	res, err := s.Append(run, []canonical.Event{leaky, bad, odd})
 	require.NoError(t, err)
 	require.Equal(t, 2, res.Appended)
@@ -127,6 +128,7 @@ func TestAppendValidatesRedactsAndWarns(t *testing.T) {
 		require.NotContains(t, string(data), leak)
 	}
 	require.Contains(t, string(data), "***REDACTED***")
+	require.Contains(t, string(data), `"ts":"2026-02-28T03:00:00.123Z"`)
 
 	// A new process judges the next event against the file: idle -> done
 	// is no allowed change.
