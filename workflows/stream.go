@@ -8,6 +8,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/mapping/redact"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -66,6 +67,10 @@ func (r *taskRun) step(s canonical.Step) {
 	if s.Plan == "" {
 		s.Plan = mapping.PlanName(r.st.Dispatch.TaskID, s.Attempt)
 	}
+	// Its free text (the task's title, a reason) is redacted here already,
+	// not only when the step is stored: the step travels in an activity's
+	// input, which history keeps.
+	s.Title, s.Reason = redact.String(s.Title), redact.String(s.Reason)
 	ev := canonical.FromStep(s, canonical.StepContext{RunID: st.RunID, TaskID: r.st.Dispatch.TaskID, Source: st.Source})
 	st.Agent = ev.State
 	st.Pending = append(st.Pending, ev)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
@@ -266,4 +268,32 @@ func TestStreamCrossesContinueAsNew(t *testing.T) {
 	evs := streamEvents(t, f.streams.file("T5"))
 	require.Len(t, evs, len(f.events)+5)
 	require.True(t, strings.HasSuffix(evs[len(evs)-1].RawRef, "#seq=5"), evs[len(evs)-1].RawRef)
+}
+
+// A step's free text is redacted when the workflow makes it: steps travel
+// in activities' inputs, which history keeps.
+func TestStepsAreRedactedBeforeTheyTravel(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 8}
+	f.register(env)
+	secret := "sk-ant-api03-" + strings.Repeat("Qw3rTy", 8)
+	var carried []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+		if info.ActivityType.Name != "StartAttempt" {
+			return
+		}
+		var req activities.StartAttemptRequest
+		require.NoError(t, args.Get(&req))
+		for _, ev := range req.Stream.Steps {
+			carried = append(carried, string(ev.Payload))
+		}
+	})
+	d := exampleDispatch(t)
+	d.Message = "Use key " + secret + " to add auth.\nMore."
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: d})
+	require.NoError(t, env.GetWorkflowError())
+	require.NotEmpty(t, carried)
+	joined := strings.Join(carried, "\n")
+	require.NotContains(t, joined, secret[:24])
+	require.Contains(t, joined, "Use key ***REDACTED*** to add auth.")
 }
