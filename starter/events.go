@@ -73,7 +73,7 @@ func printEvents(ctx context.Context, cl client.Client, taskQueue, taskID string
 		if o.Follow && running {
 			wait = followWait
 		}
-		page, err := readEvents(ctx, cl, taskQueue, taskID, off, wait)
+		page, err := readPage(ctx, cl, taskQueue, taskID, off, wait, o.Follow)
 		if err != nil {
 			return err
 		}
@@ -111,6 +111,24 @@ func taskRunning(ctx context.Context, cl client.Client, taskID string) (bool, er
 // pass (the server or the network); a worker that is down makes a read
 // wait, not fail.
 const readRetries = 10
+
+// answerWithin bounds a read when not following: with no worker on the
+// task queue a read would wait for ever. A follower waits instead, since
+// a worker that is restarted must not end it.
+const answerWithin = time.Minute
+
+func readPage(ctx context.Context, cl client.Client, taskQueue, taskID string, off int64, wait time.Duration, follow bool) (taskapi.EventsPage, error) {
+	if follow {
+		return readEvents(ctx, cl, taskQueue, taskID, off, wait)
+	}
+	rctx, cancel := context.WithTimeout(ctx, answerWithin)
+	defer cancel()
+	page, err := readEvents(rctx, cl, taskQueue, taskID, off, wait)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return page, fmt.Errorf("read the events of task %s: no worker on task queue %s answered within %s", taskID, taskQueue, answerWithin)
+	}
+	return page, err
+}
 
 // readEvents reads one page through the task's reader workflow, starting
 // it when none runs.
