@@ -49,6 +49,9 @@ type Config struct {
 	TailLinger time.Duration
 	// TailPoll is the fallback poll interval when file notifications are missed.
 	TailPoll time.Duration
+	// EventsDir holds the tasks' canonical event streams, one
+	// <run_id>.jsonl each; empty means DefaultEventsDir(WorkRoot).
+	EventsDir string
 }
 
 // Activities are the side effects of TaskWorkflow. Register one value with
@@ -62,6 +65,8 @@ type Activities struct {
 	plans sync.Map
 	// patchProgress: acknowledged patches of a batch being retried (patch.go).
 	patchProgress sync.Map // "runID/activityID" -> int
+	// streams is the canonical event store, opened on first use (events.go).
+	streams streams
 }
 
 const (

@@ -22,6 +22,9 @@ type StartAttemptRequest struct {
 	// the conductor from its first line (see DeliverRequest).
 	MaxWait         time.Duration `json:"maxWait,omitempty"`
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
+	// Stream is the task's event stream, as for DeliverRequest; its steps
+	// are stored once the plan is written, before anything else.
+	Stream *StreamInfo `json:"stream,omitempty"`
 }
 
 // StartAttemptResult is what the workflow keeps of a started attempt.
@@ -67,8 +70,11 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	d := &delivery{
 		a: a, explain: a.explainer(info.PlanPath), brief: skeleton.Clone(),
 		req: DeliverRequest{TaskID: taskID, Plan: info, TaskStatus: mapping.TaskDispatched, Base: base,
-			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery,
+			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery, Stream: req.Stream,
 			Job: a.newTally(info, req.Attempt, req.Dispatch.ModelHint, false)},
+	}
+	if err := d.appendSteps(ctx); err != nil {
+		return StartAttemptResult{}, err
 	}
 	sendSkeleton, sendStatus := true, true
 	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {

@@ -70,6 +70,9 @@ func (a *Activities) StartConductor(ctx context.Context, req StartRequest) (Cond
 type AbortRequest struct {
 	Plan   PlanInfo        `json:"plan"`
 	Handle ConductorHandle `json:"handle"`
+	// Stream carries the workflow's steps (the signal that asked for the
+	// stop), stored before the conductor is stopped.
+	Stream *StreamInfo `json:"stream,omitempty"`
 }
 
 // AbortConductor stops the conductor's whole process group (TERM, then KILL
@@ -81,6 +84,9 @@ func (a *Activities) AbortConductor(ctx context.Context, req AbortRequest) error
 	stopBeat := heartbeat(ctx, heartbeatEvery)
 	defer stopBeat()
 	logger := activity.GetLogger(ctx)
+	if _, err := a.appendSteps(ctx, req.Stream); err != nil {
+		return fmt.Errorf("store the workflow's events: %w", err)
+	}
 
 	grace := a.Config.StopGrace
 	if grace <= 0 {

@@ -44,6 +44,10 @@ type DeliverRequest struct {
 	// Job is the attempt's job-view tally as of the checkpoint; nil starts
 	// a new one.
 	Job *jobview.Tally `json:"job,omitempty"`
+	// Stream is the task's canonical event stream: the workflow's steps
+	// are stored first, then every event as it is read (events.go). Nil
+	// stores nothing (workflows started before the stream existed).
+	Stream *StreamInfo `json:"stream,omitempty"`
 }
 
 // DeliverResult is a checkpoint: how far delivery got and what the
@@ -74,6 +78,8 @@ type DeliverResult struct {
 	// Job is the attempt's job-view tally as of this checkpoint (nil from
 	// a worker without the job view).
 	Job *jobview.Tally `json:"job,omitempty"`
+	// Stream is what this call stored in the task's event stream.
+	Stream StreamCounts `json:"stream,omitzero"`
 }
 
 const (
@@ -110,6 +116,9 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 		a: a, req: req, explain: a.explainer(req.Plan.PlanPath),
 		brief: req.Brief.Clone(),
 		res:   DeliverResult{Next: req.Cursor},
+	}
+	if err := d.appendSteps(ctx); err != nil {
+		return DeliverResult{}, err
 	}
 	if req.Unconfirmed || (activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1) {
 		if err := d.skipDelivered(ctx); err != nil {
@@ -289,8 +298,12 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 			return err
 		}
 	}
-	// The cursor moves only once the batch is delivered: a call that fails
-	// midway is retried from the checkpoint, never past an undelivered line.
+	if err := d.appendConductor(ctx, evs); err != nil {
+		return err
+	}
+	// The cursor moves only once the batch is delivered and stored: a call
+	// that fails midway is retried from the checkpoint, never past an
+	// undelivered line.
 	d.res.Next = cursorOf(batch.Next)
 	return nil
 }

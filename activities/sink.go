@@ -31,6 +31,9 @@ func (a *Activities) PatchBrief(ctx context.Context, req PatchRequest) error {
 // SetTaskStatus writes the task status; the sink walks karvi's legal
 // transitions and is a no-op when the task already has the status.
 func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error {
+	if _, err := a.appendSteps(ctx, req.Stream); err != nil {
+		return fmt.Errorf("store the workflow's events: %w", err)
+	}
 	if err := a.Sink.SetStatus(ctx, req.TaskID, req.Update.sink()); err != nil {
 		return sinkError(fmt.Sprintf("set task %s status %s", req.TaskID, req.Update.Status), err)
 	}
@@ -97,6 +100,9 @@ func (a *Activities) sendPatches(ctx context.Context, req PatchRequest) error {
 type StatusRequest struct {
 	TaskID string           `json:"taskId"`
 	Update TaskStatusUpdate `json:"update"`
+	// Stream carries the workflow's steps (this status among them), stored
+	// before the status is written.
+	Stream *StreamInfo `json:"stream,omitempty"`
 }
 
 // TaskStatusUpdate is a task status change as the workflow asks for it.

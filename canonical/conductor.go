@@ -38,6 +38,23 @@ type Context struct {
 	// With neither known a failure is never taken as final.
 	MaxAttempts        map[string]int
 	DefaultMaxAttempts int
+	// Attempt is which attempt of the task the run is; 0 and 1 are the
+	// first. The agents of a later attempt are new agents, named with the
+	// plan name's "-rN" (conductor-r2, test-r2), so a phase that failed in
+	// attempt 1 and runs again in attempt 2 is not one agent going from
+	// failed back to running, a change no state table allows.
+	Attempt int
+}
+
+// AgentFor is the id of agent base in the given attempt: base itself for
+// the first, base + "-rN" for attempt N > 1, cut so the id stays within 64
+// bytes.
+func AgentFor(base string, attempt int) string {
+	if attempt <= 1 {
+		return sanitize(base, 64)
+	}
+	suffix := "-r" + strconv.Itoa(attempt)
+	return sanitize(base, 64-len(suffix)) + suffix
 }
 
 // phaseRoles gives the role of the phase ids a plan conventionally uses.
@@ -97,7 +114,7 @@ func FromConductor(ev mapping.Event, ctx Context) (Event, []Warning) {
 		RunID:     runID(ctx),
 		Provider:  ProviderSystem,
 		Mode:      ModePipeline,
-		AgentID:   ConductorAgent,
+		AgentID:   AgentFor(ConductorAgent, ctx.Attempt),
 		Role:      RolePlanner,
 		TaskID:    prefixed("task-", ctx.TaskID),
 		IntentRef: prefixed("plan-", firstNonEmpty(ctx.Plan, ev.PlanName)),
@@ -112,8 +129,8 @@ func FromConductor(ev mapping.Event, ctx Context) (Event, []Warning) {
 	var warns []Warning
 	phase := ev.PhaseID != ""
 	if phase {
-		out.AgentID = sanitize(ev.PhaseID, 64)
-		out.ParentAgentID = ConductorAgent
+		out.AgentID = AgentFor(ev.PhaseID, ctx.Attempt)
+		out.ParentAgentID = AgentFor(ConductorAgent, ctx.Attempt)
 		role, ok := RoleFor(ev.PhaseID)
 		if !ok {
 			warns = append(warns, Warning{WarnRole, "role",

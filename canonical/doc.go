@@ -32,4 +32,10 @@
 //
 // Redaction (Redact) runs on every event after validation and masks secrets
 // in every string, the payload to depth 10, with the rules of mapping/redact.
+//
+// Besides the conductor's events, a task's stream carries the task
+// workflow's own steps (FromStep): the workflow is an agent too, parent of
+// each attempt's conductor, and its steps name their source the way a
+// conductor line does (raw_ref), so a store can tell an event it already
+// holds from a new one.
 package canonical

@@ -36,6 +36,7 @@ type options struct {
 	templates     string
 	attempt       int
 	report        bool
+	since         int64
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -77,6 +78,12 @@ var commands = []*command{
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
 	{name: "job", arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
+	{name: "events", arg: "<taskId>", summary: "print the task's canonical events (-follow: until the task ends)",
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.follow, "follow", false, "keep printing events as they are stored until the task's workflow has closed")
+			fs.Int64Var(&o.since, "since", 0, "start after this many `bytes` of the stream: the size of what -json printed before")
+			fs.BoolVar(&o.json, "json", false, "print the events as stored, one JSON object per line")
+		}},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
 	{name: "run start", arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
 	{name: "run pause", arg: "<slug>", summary: "start no new task of the run (running ones go on)"},

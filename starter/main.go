@@ -140,6 +140,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return retryOrSkip(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
 	case "run abort":
 		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
+	case "events":
+		return printEvents(ctx, cl, conn.TaskQueue, arg, eventsOptionsFor(stdout, inv.opts), stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/temporalconn"
@@ -60,6 +61,14 @@ func run(c config) error {
 	}
 	layout, err := activities.NewLayout(c.workRoot)
 	if err != nil {
+		return err
+	}
+	eventsDir := c.eventsDir
+	if eventsDir == "" {
+		eventsDir = activities.DefaultEventsDir(layout.Root())
+	}
+	// A directory the worker cannot write stops it now, not every tail later.
+	if _, err := eventstream.Open(eventsDir); err != nil {
 		return err
 	}
 
@@ -109,11 +118,12 @@ func run(c config) error {
 		StopGrace:  c.stopGrace,
 		TailLinger: c.tailLinger,
 		TailPoll:   c.tailPoll,
+		EventsDir:  eventsDir,
 	}
 	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
-		"workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
+		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

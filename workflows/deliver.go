@@ -25,6 +25,7 @@ func (r *taskRun) startAttempt() error {
 	a := &r.st.Current
 	var res activities.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+	r.stepAttemptStarted()
 	wait := r.pollWait()
 	every := firstCheckpoint
 	if c := r.st.Tuning.CheckpointEveryOrZero(); c > 0 && c < every {
@@ -32,6 +33,7 @@ func (r *taskRun) startAttempt() error {
 	}
 	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
+		Stream: r.streamFor(),
 	}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
@@ -135,7 +137,8 @@ func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
 		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
-		Job: a.Job,
+		Job:    a.Job,
+		Stream: r.streamFor(),
 	}
 }
 
@@ -157,6 +160,7 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 	if res.TaskStatus != "" {
 		r.st.TaskStatus = res.TaskStatus
 	}
+	r.countStream(res.Stream)
 	if res.Events > 0 {
 		a.LastEventAt = workflow.Now(r.ctx)
 	}
@@ -180,7 +184,7 @@ func (r *taskRun) abortConductor() error {
 	a := &r.st.Current
 	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
 	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
-		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: r.streamFor()}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}

@@ -152,3 +152,38 @@ func deliveryOptions(wait time.Duration, summary string) workflow.ActivityOption
 		},
 	}
 }
+
+// appendOptions: storing a few lines is quick; a store that stays broken
+// for a minute loses them (the task's outcome is already written).
+func appendOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		Summary:                summary,
+		ScheduleToCloseTimeout: time.Minute,
+		StartToCloseTimeout:    10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    100 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+		},
+	})
+}
+
+// readOptions: a read of a task's event stream waits up to wait for the
+// next event, heartbeating, so a worker killed mid-read is noticed within
+// the heartbeat timeout and the read retried on another. A store that
+// stays broken fails the read after a while: the update answers with the
+// error and the client decides. A bad offset is final.
+func readOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:                summary,
+		ScheduleToCloseTimeout: wait + 2*time.Minute,
+		StartToCloseTimeout:    wait + 30*time.Second,
+		HeartbeatTimeout:       5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Second,
+			NonRetryableErrorTypes: []string{activities.ErrBadRead},
+		},
+	})
+}

@@ -29,6 +29,9 @@ type State struct {
 	Polls int `json:"polls,omitempty"`
 	// Budget is the task's budget and the notes for its brief.
 	Budget BudgetState `json:"budget,omitzero"`
+	// Stream is the task's canonical event stream (stream.go); nil for a
+	// workflow that began before it existed, which writes none.
+	Stream *StreamState `json:"stream,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -114,6 +117,11 @@ type Counts struct {
 	Malformed     int `json:"malformed,omitempty"`
 	// LastMalformed is the (redacted, shortened) last malformed line.
 	LastMalformed string `json:"lastMalformed,omitempty"`
+	// Stream* count the events stored in the task's stream, and the
+	// warnings and drops of the activities that report them.
+	StreamEvents   int `json:"streamEvents,omitempty"`
+	StreamWarnings int `json:"streamWarnings,omitempty"`
+	StreamDropped  int `json:"streamDropped,omitempty"`
 }
 
 // stateV1 is State as workflows carried it across continue-as-new before

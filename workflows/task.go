@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -96,6 +97,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	if attempt > 1 {
 		r.st.Dispatch.Mode = "redispatch"
 	}
+	r.beginStream()
 	return r, nil
 }
 
@@ -132,6 +134,9 @@ const versionDeliverInTail = "deliver-in-tail"
 
 func (r *taskRun) run() (Result, error) {
 	r.deliverInTail = workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, 1) == 1
+	if !r.deliverInTail {
+		r.st.Stream = nil // the earlier path writes no stream
+	}
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
@@ -156,6 +161,7 @@ func (r *taskRun) run() (Result, error) {
 		case StageFinish:
 			err = r.finish()
 		case StageDone:
+			r.flushSteps()
 			return r.result(), nil
 		default:
 			return Result{}, temporal.NewNonRetryableApplicationError(
@@ -219,6 +225,7 @@ func (r *taskRun) noteSignal(name, reason string) {
 	} else {
 		sig.PendingRedispatch = true
 	}
+	r.step(canonical.Step{Kind: canonical.StepSignal, Signal: name, Reason: reason})
 	r.log.Info("signal received", "signal", name, "reason", reason, "stage", r.st.Current.Stage)
 }
 
@@ -264,6 +271,7 @@ func (r *taskRun) actOnSignals() error {
 		r.decide(mapping.AbortedOutcome())
 		return nil
 	}
+	r.stepAttemptEnded(EndedRedispatched, "")
 	r.endAttempt(EndedRedispatched, "")
 	r.nextAttempt()
 	return nil
@@ -366,16 +374,19 @@ func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
 	r.settleBrief(o)
+	ended := string(o.TaskStatus)
+	if o.LastError == mapping.MsgUserAbort {
+		ended = EndedAborted
+	}
+	// Both steps go with the status write, the workflow's last activity.
+	r.stepStatus(o.TaskStatus, o.BlockerReason)
+	r.stepAttemptEnded(ended, o.LastError)
 	err := r.setStatus(activities.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
 		DispatchState: o.DispatchState,
 		LastError:     o.LastError,
 	})
-	ended := string(o.TaskStatus)
-	if o.LastError == mapping.MsgUserAbort {
-		ended = EndedAborted
-	}
 	r.endAttempt(ended, o.LastError)
 	r.upsertSearch()
 	if err != nil {
@@ -451,7 +462,7 @@ func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
 	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
-		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u}).Get(r.ctx, nil)
+		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: r.streamFor()}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)
@@ -511,6 +522,12 @@ func (r *taskRun) status() Status {
 		SinkProblem:     r.st.SinkProblem,
 		ContinuedAsNew:  r.st.ContinuedAsNew,
 		Attempts:        r.st.Finished,
+		StreamEvents:    r.st.Counts.StreamEvents,
+		StreamWarnings:  r.st.Counts.StreamWarnings,
+		StreamDropped:   r.st.Counts.StreamDropped,
+	}
+	if r.st.Stream != nil {
+		s.Stream = r.st.Stream.RunID
 	}
 	if a.Plan != nil {
 		s.TotalPhases = len(a.Plan.Summary.PhaseIDs)

@@ -53,6 +53,12 @@ type fakeConductor struct {
 	patchErr error
 	// timeline is every patch (by type) and status write, in order.
 	timeline []string
+	// streams, when set, stores what the activities' requests carry for
+	// the task's event stream, as the real ones do (stream_test.go).
+	streams *streamFake
+	// afterDeliver, when set, may fail a delivery after it delivered and
+	// stored its events, as a worker lost at that moment does.
+	afterDeliver func() error
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
@@ -68,6 +74,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.AbortRequest) error {
+			f.streams.steps(req.Stream)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.aborts++
@@ -98,6 +105,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.StatusRequest) error {
+			f.streams.steps(req.Stream)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.statuses = append(f.statuses, req.Update)
@@ -145,6 +153,7 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			if err != nil {
 				return activities.StartAttemptResult{}, err
 			}
+			f.streams.steps(req.Stream)
 			res := activities.StartAttemptResult{Plan: info}
 			brief := mapping.NewBriefState(req.Dispatch.TaskID, info.Summary)
 			var enc mapping.BriefEncoder
@@ -157,7 +166,7 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			h := f.start()
 			res.Conductor = &h
 			d, err := f.deliver(ctx, activities.DeliverRequest{TaskID: req.Dispatch.TaskID, Plan: info, Handle: h,
-				Brief: brief, TaskStatus: mapping.TaskDispatched, Base: u, MaxWait: req.MaxWait})
+				Brief: brief, TaskStatus: mapping.TaskDispatched, Base: u, MaxWait: req.MaxWait, Stream: withoutSteps(req.Stream)})
 			if err != nil {
 				return activities.StartAttemptResult{}, err
 			}
@@ -169,18 +178,24 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
 		func(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
-			return f.deliver(ctx, req)
+			res, err := f.deliver(ctx, req)
+			if err == nil && f.afterDeliver != nil {
+				err = f.afterDeliver()
+			}
+			return res, err
 		})
 }
 
 // deliver is DeliverEvents on the recorded log: a poll whose events are
 // reduced and sent as the real one does.
 func (f *fakeConductor) deliver(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+	stored := f.streams.steps(req.Stream)
 	tr, err := f.tail(ctx, activities.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
 	if err != nil {
 		return activities.DeliverResult{}, err
 	}
-	res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd}
+	res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd,
+		Stream: f.streams.conductor(req, tr.Events, stored)}
 	st := req.Brief.Clone()
 	var enc mapping.BriefEncoder
 	status := req.TaskStatus

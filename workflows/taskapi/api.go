@@ -225,6 +225,14 @@ type Status struct {
 	SinkProblem     string             `json:"sinkProblem,omitempty"`
 	ContinuedAsNew  int                `json:"continuedAsNew"`
 	Attempts        []AttemptSummary   `json:"attempts,omitempty"`
+	// Stream is the run id of the task's canonical event stream (its file
+	// is <events dir>/<stream>.jsonl; `starter events` reads it), empty for
+	// a workflow that writes none. StreamEvents counts the events stored,
+	// StreamWarnings and StreamDropped what validation said of them.
+	Stream         string `json:"stream,omitempty"`
+	StreamEvents   int    `json:"streamEvents,omitempty"`
+	StreamWarnings int    `json:"streamWarnings,omitempty"`
+	StreamDropped  int    `json:"streamDropped,omitempty"`
 }
 
 // Result is what a task workflow returns when the task reaches its end.

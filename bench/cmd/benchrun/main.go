@@ -241,49 +241,65 @@ func loadAvg() string {
 	return strings.Join(strings.Fields(string(data))[:3], " ")
 }
 
-// goBench runs the parse+reduce Go benchmark on one core and keeps the
-// median events/s of each sub-benchmark.
+// goBench runs the Go benchmarks of the per-event hot paths on one core:
+// parse and reduce (mapping), and the canonical event's map, validate and
+// redact (canonical); it keeps the median events/s of each case.
 func (e *env) goBench(ctx context.Context) error {
 	count := "5"
 	if e.quick {
 		count = "1"
 	}
-	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkParseReduce$", "-cpu", "1", "-count", count, "./mapping/"}
+	var err error
+	if e.results.GoBench, err = e.runGoBench(ctx, "./mapping/", "BenchmarkParseReduce", count, "gobench.txt"); err != nil {
+		return err
+	}
+	e.results.Canonical, err = e.runGoBench(ctx, "./canonical/", "BenchmarkValidateRedact", count, "gobench-canonical.txt")
+	return err
+}
+
+// runGoBench runs one benchmark (and its sub-benchmarks) of pkg, keeps
+// its output in the file out, and reads its events/s metric.
+func (e *env) runGoBench(ctx context.Context, pkg, name, count, out string) ([]GoBenchResult, error) {
+	args := []string{"test", "-run", "^$", "-bench", "^" + name + "$", "-cpu", "1", "-count", count, pkg}
 	e.logf("go %s", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = e.root
-	out, err := cmd.CombinedOutput()
-	if err := os.WriteFile(filepath.Join(e.out, "gobench.txt"), out, 0o644); err != nil {
-		return err
+	output, err := cmd.CombinedOutput()
+	if err := os.WriteFile(filepath.Join(e.out, out), output, 0o644); err != nil {
+		return nil, err
 	}
 	if err != nil {
-		return fmt.Errorf("go test -bench: %w\n%s", err, out)
+		return nil, fmt.Errorf("go test -bench %s %s: %w\n%s", name, pkg, err, output)
 	}
 	per := map[string][]float64{}
 	var order []string
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(string(output), "\n") {
 		f := strings.Fields(l)
-		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkParseReduce/") {
+		if len(f) < 4 || f[0] != name && !strings.HasPrefix(f[0], name+"/") {
 			continue
 		}
-		name := strings.TrimPrefix(f[0], "BenchmarkParseReduce/")
+		sub := strings.TrimPrefix(strings.TrimPrefix(f[0], name), "/")
+		if sub == "" {
+			sub = name
+		}
 		for i := 1; i+1 < len(f); i++ {
 			if f[i+1] == "events/s" {
 				v, err := strconv.ParseFloat(f[i], 64)
 				if err == nil {
-					if _, seen := per[name]; !seen {
-						order = append(order, name)
+					if _, seen := per[sub]; !seen {
+						order = append(order, sub)
 					}
-					per[name] = append(per[name], v)
+					per[sub] = append(per[sub], v)
 				}
 			}
 		}
 	}
-	for _, name := range order {
-		e.results.GoBench = append(e.results.GoBench, GoBenchResult{Name: name, EventsPerSec: bench.Median(per[name]), Runs: per[name]})
+	var res []GoBenchResult
+	for _, sub := range order {
+		res = append(res, GoBenchResult{Name: sub, EventsPerSec: bench.Median(per[sub]), Runs: per[sub]})
 	}
-	if len(order) == 0 {
-		return fmt.Errorf("no BenchmarkParseReduce results in:\n%s", out)
+	if len(res) == 0 {
+		return nil, fmt.Errorf("no %s results in:\n%s", name, output)
 	}
-	return nil
+	return res, nil
 }

@@ -18,6 +18,7 @@ type Results struct {
 	Tuned      string             `json:"tunedServerConfig"`
 	Machine    MachineInfo        `json:"machine"`
 	GoBench    []GoBenchResult    `json:"goBench"`
+	Canonical  []GoBenchResult    `json:"canonical"`
 	Latency    []LatencyResult    `json:"latency"`
 	Cost       []CostResult       `json:"cost"`
 	Throughput []ThroughputResult `json:"throughput"`
@@ -27,7 +28,8 @@ type Results struct {
 	Runs       []RunBench         `json:"runs"`
 }
 
-// GoBenchResult is one BenchmarkParseReduce sub-benchmark.
+// GoBenchResult is one case of a one-core Go benchmark (a sub-benchmark of
+// BenchmarkParseReduce, or BenchmarkValidateRedact).
 type GoBenchResult struct {
 	Name         string    `json:"name"`
 	EventsPerSec float64   `json:"eventsPerSecMedian"`
@@ -134,6 +136,20 @@ func (r *Results) Markdown() string {
 		p("| case | events/s (median) | runs |")
 		p("|---|---:|---|")
 		for _, g := range r.GoBench {
+			var runs []string
+			for _, v := range g.Runs {
+				runs = append(runs, fmt.Sprintf("%.0f", v))
+			}
+			p("| %s | %.0f | %s |", g.Name, g.EventsPerSec, strings.Join(runs, ", "))
+		}
+	}
+	if len(r.Canonical) > 0 {
+		p("")
+		p("## Canonical events, one core (go test -bench ValidateRedact -cpu 1 ./canonical/): FromConductor, Validate, Redact; target 100,000/s")
+		p("")
+		p("| case | events/s (median) | runs |")
+		p("|---|---:|---|")
+		for _, g := range r.Canonical {
 			var runs []string
 			for _, v := range g.Runs {
 				runs = append(runs, fmt.Sprintf("%.0f", v))

@@ -1,0 +1,109 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// readLog records the reads that reached a worker.
+type readLog struct {
+	mu   sync.Mutex
+	reqs []activities.ReadEventsRequest
+}
+
+func (l *readLog) all() []activities.ReadEventsRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]activities.ReadEventsRequest(nil), l.reqs...)
+}
+
+func newEventsEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *readLog) {
+	env := newEnv(t)
+	env.RegisterWorkflowWithOptions(EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})
+	env.RegisterActivity(acts)
+	reqs := &readLog{}
+	// A stream of 3-byte lines "e0\n", "e1\n", ...: a page is the line at
+	// the offset.
+	env.OnActivity(acts.ReadEvents, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.ReadEventsRequest) (activities.ReadEventsResult, error) {
+			reqs.mu.Lock()
+			defer reqs.mu.Unlock()
+			reqs.reqs = append(reqs.reqs, req)
+			return activities.ReadEventsResult{Lines: []string{fmt.Sprintf("e%d", req.Offset/3)}, Next: req.Offset + 3}, nil
+		})
+	return env, reqs
+}
+
+type updateResult struct {
+	page     taskapi.EventsPage
+	err      error
+	rejected error
+}
+
+func read(env *testsuite.TestWorkflowEnvironment, id string, req taskapi.EventsRead, out *updateResult) {
+	env.UpdateWorkflow(taskapi.UpdateReadEvents, id, &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { out.rejected = err },
+		OnComplete: func(v any, err error) {
+			out.err = err
+			if p, ok := v.(taskapi.EventsPage); ok {
+				out.page = p
+			}
+		},
+	}, req)
+}
+
+// The reader answers each read with a page of the task's stream, refuses a
+// read no worker could serve, and ends once nobody reads.
+func TestEventsWorkflowServesReadsThenEnds(t *testing.T) {
+	env, reqs := newEventsEnv(t)
+	var first, second, bad updateResult
+	env.RegisterDelayedCallback(func() {
+		read(env, "r1", taskapi.EventsRead{Offset: 0, Wait: time.Hour}, &first)
+		read(env, "r2", taskapi.EventsRead{Offset: 3}, &second)
+		read(env, "r3", taskapi.EventsRead{Offset: -1}, &bad)
+	}, time.Second)
+	env.ExecuteWorkflow(taskapi.EventsWorkflowName, taskapi.EventsInput{TaskID: "T5"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError(), "it ends by itself once idle")
+
+	require.NoError(t, first.err)
+	require.Equal(t, taskapi.EventsPage{Lines: []string{"e0"}, Next: 3}, first.page)
+	require.Equal(t, taskapi.EventsPage{Lines: []string{"e1"}, Next: 6}, second.page)
+	require.Error(t, bad.rejected)
+	got := reqs.all()
+	require.Len(t, got, 2, "a refused read reaches no worker")
+	require.Equal(t, "run-T5", got[0].RunID)
+	require.Equal(t, taskapi.MaxEventsWait, got[0].MaxWait, "a wait is bounded")
+}
+
+// A reader that served many reads continues as new once they are done.
+func TestEventsWorkflowContinuesAsNew(t *testing.T) {
+	env, reqs := newEventsEnv(t)
+	results := make([]updateResult, readerMaxReads)
+	env.RegisterDelayedCallback(func() {
+		for i := range results {
+			read(env, fmt.Sprint("r", i), taskapi.EventsRead{Offset: int64(3 * i)}, &results[i])
+		}
+	}, time.Second)
+	env.ExecuteWorkflow(taskapi.EventsWorkflowName, taskapi.EventsInput{TaskID: "T5"})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "%v", env.GetWorkflowError())
+	require.Len(t, reqs.all(), readerMaxReads)
+	for i, r := range results {
+		require.NoError(t, r.err, "read %d", i)
+		require.Equal(t, int64(3*i+3), r.page.Next, "read %d finished before continue-as-new", i)
+	}
+}
