@@ -26,7 +26,9 @@ import (
 // status.json, and no other task starts.
 func TestRunBudgetBlocksTheRun(t *testing.T) {
 	t.Parallel()
-	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=700ms cost=0.20"})
+	// Two tasks at once, $0.20 a phase of 2 s: after their second phases
+	// they have spent $0.80, with a phase each still to go.
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=2s cost=0.20"})
 	runFile := `{"slug":"bud","title":"Budget","concurrency":2,"tasks":[
 	 {"id":"bud-a","title":"A"},{"id":"bud-b","title":"B"},
 	 {"id":"bud-c","title":"C","depends":["bud-a"]},{"id":"bud-d","title":"D"}]}`

@@ -294,8 +294,17 @@ func (r *runFlow) applyEnd(e taskEnd) {
 	r.addSpend(e)
 	r.changed()
 	doc := &r.st.Doc
-	if r.st.Aborting || doc.Tasks[e.ID].Status != runstatus.TaskRunning {
-		return // the run was aborted: Abort settles the task
+	if doc.Tasks[e.ID].Status != runstatus.TaskRunning {
+		return
+	}
+	if r.st.Aborting {
+		// The abort settles the tasks it stopped; one that completed before
+		// the abort reached it is done (without a merge: the run is ending).
+		if e.Completed && r.st.Repo == nil {
+			_ = doc.Looped(e.ID)
+			r.taskDone(e.ID)
+		}
+		return
 	}
 	now := workflow.Now(r.ctx)
 	if err := doc.Looped(e.ID); err != nil {
