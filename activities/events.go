@@ -74,15 +74,18 @@ type streams struct {
 	err   error
 }
 
-func (a *Activities) store() (*eventstream.Store, error) {
-	a.streams.once.Do(func() {
-		dir := a.Config.EventsDir
+func (a *Activities) store() (*eventstream.Store, error) { return a.streams.open(a.Config) }
+
+// open opens the store of cfg's events directory, once.
+func (s *streams) open(cfg Config) (*eventstream.Store, error) {
+	s.once.Do(func() {
+		dir := cfg.EventsDir
 		if dir == "" {
-			dir = DefaultEventsDir(a.Config.WorkRoot)
+			dir = DefaultEventsDir(cfg.WorkRoot)
 		}
-		a.streams.store, a.streams.err = eventstream.Open(dir)
+		s.store, s.err = eventstream.Open(dir)
 	})
-	return a.streams.store, a.streams.err
+	return s.store, s.err
 }
 
 // appendStream stores events in the stream runID and reports what happened
@@ -96,6 +99,12 @@ func (a *Activities) appendStream(ctx context.Context, runID string, evs []canon
 	if err != nil {
 		return StreamCounts{}, err
 	}
+	return appendTo(ctx, st, runID, evs)
+}
+
+// appendTo stores events in the stream runID of st and reports what
+// happened to them.
+func appendTo(ctx context.Context, st *eventstream.Store, runID string, evs []canonical.Event) (StreamCounts, error) {
 	res, err := st.Append(runID, evs)
 	if err != nil {
 		return StreamCounts{}, err

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -32,6 +33,9 @@ type WorkflowAwaiter interface {
 type RunActivities struct {
 	Config   Config
 	Temporal WorkflowAwaiter
+
+	// streams holds the runs' canonical streams, opened on first use.
+	streams streams
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
@@ -44,6 +48,9 @@ type RunStatusRequest struct {
 	// Repo is the run's repository (as RepoDir resolves it), when it has
 	// one: the document is also written to .karimo/prds/<slug>/ in it.
 	Repo string `json:"repo,omitempty"`
+	// Steps are the run's canonical events since the last write, stored in
+	// the run's stream (canonical.RunIDForRun) before the document.
+	Steps []canonical.Event `json:"steps,omitempty"`
 }
 
 // RunStatusResult says where the document went.
@@ -78,6 +85,15 @@ func (a *RunActivities) WriteRunStatus(ctx context.Context, req RunStatusRequest
 	layout, err := NewLayout(a.Config.WorkRoot)
 	if err != nil {
 		return RunStatusResult{}, err
+	}
+	if len(req.Steps) > 0 {
+		st, err := a.streams.open(a.Config)
+		if err != nil {
+			return RunStatusResult{}, err
+		}
+		if _, err := appendTo(ctx, st, canonical.RunIDForRun(req.Slug), req.Steps); err != nil {
+			return RunStatusResult{}, fmt.Errorf("run %s: store its events: %w", req.Slug, err)
+		}
 	}
 	paths := []string{RunStatusPath(layout.Root(), req.Slug)}
 	if req.Repo != "" {

@@ -18,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
@@ -154,6 +155,23 @@ func TestRunDiamondAndFailureCascade(t *testing.T) {
 	require.Equal(t, runstatus.TaskSkipped, doc.Tasks["dc-f"].Status)
 	require.Equal(t, runstatus.TaskDone, doc.Tasks["dc-g"].Status)
 	require.Equal(t, 1, doc.Tasks["dc-a"].LoopCount, "a done task is not run again")
+
+	// The run's event stream, read through Temporal: the run's states and
+	// each task's, the reopened run's after the first's.
+	out, err = exec.Command(bin, "-address", r.Server.Addr, "-task-queue", r.Queue, "run", "events", "-json", "dc").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var states []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		ev, err := canonical.Parse([]byte(line))
+		require.NoError(t, err, line)
+		_, _, err = canonical.Validate(ev)
+		require.NoError(t, err, line)
+		if ev.AgentID == "task-dc-f" || ev.AgentID == canonical.RunAgent {
+			states = append(states, ev.AgentID+":"+string(ev.State))
+		}
+	}
+	require.Equal(t, []string{"run:running", "task-dc-f:idle", "task-dc-f:running", "task-dc-f:failed",
+		"run:done", "run:running", "task-dc-f:cancelled", "run:done"}, states)
 }
 
 // A person at the controls: pause holds back a task whose dependency

@@ -79,11 +79,7 @@ var commands = []*command{
 	{name: "job", arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
 	{name: "events", arg: "<taskId>", summary: "print the task's canonical events (-follow: until the task ends)",
-		flags: func(fs *flag.FlagSet, o *options) {
-			fs.BoolVar(&o.follow, "follow", false, "keep printing events as they are stored until the task's workflow has closed")
-			fs.Int64Var(&o.since, "since", 0, "start after this many `bytes` of the stream: the size of what -json printed before")
-			fs.BoolVar(&o.json, "json", false, "print the events as stored, one JSON object per line")
-		}},
+		flags: eventsFlags},
 	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
 	{name: "run start", arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
 	{name: "run pause", arg: "<slug>", summary: "start no new task of the run (running ones go on)"},
@@ -91,7 +87,14 @@ var commands = []*command{
 	{name: "run skip", arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
 	{name: "run retry", arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
 	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
+	{name: "run events", arg: "<slug>", summary: "print the run's canonical events: its states and its tasks' (-follow: until the run ends)", flags: eventsFlags},
 	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
+}
+
+func eventsFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.follow, "follow", false, "keep printing events as they are stored until the workflow (task or run) has closed")
+	fs.Int64Var(&o.since, "since", 0, "start after this many `bytes` of the stream: the size of what -json printed before")
+	fs.BoolVar(&o.json, "json", false, "print the events as stored, one JSON object per line")
 }
 
 func budgetFlags(fs *flag.FlagSet, o *options) {

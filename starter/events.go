@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -53,7 +54,25 @@ func eventsOptionsFor(w io.Writer, o options) eventsOptions {
 // that the task's end is noticed soon after.
 const followWait = 5 * time.Second
 
-func printEvents(ctx context.Context, cl client.Client, taskQueue, taskID string, o eventsOptions, w io.Writer) error {
+// eventSource is a stream to print: a task's, or a run's.
+type eventSource struct {
+	what       string // "task T5", "run user-profiles"
+	workflowID string // whose running means more may come
+	readerID   string // the reader workflow's id
+	input      taskapi.EventsInput
+}
+
+func taskEvents(taskID string) eventSource {
+	return eventSource{what: "task " + taskID, workflowID: taskapi.WorkflowID(taskID),
+		readerID: taskapi.EventsWorkflowID(taskID), input: taskapi.EventsInput{TaskID: taskID}}
+}
+
+func runEvents(slug string) eventSource {
+	return eventSource{what: "run " + slug, workflowID: runapi.WorkflowID(slug),
+		readerID: taskapi.RunEventsWorkflowID(slug), input: taskapi.EventsInput{Stream: canonical.RunIDForRun(slug)}}
+}
+
+func printEvents(ctx context.Context, cl client.Client, taskQueue string, src eventSource, o eventsOptions, w io.Writer) error {
 	if o.Since < 0 {
 		return fmt.Errorf("-since %d: an offset is 0 or more", o.Since)
 	}
@@ -65,7 +84,7 @@ func printEvents(ctx context.Context, cl client.Client, taskQueue, taskID string
 		running := false
 		if o.Follow || first {
 			var err error
-			if running, err = taskRunning(ctx, cl, taskID); err != nil {
+			if running, err = sourceRunning(ctx, cl, src); err != nil {
 				return err
 			}
 		}
@@ -73,7 +92,7 @@ func printEvents(ctx context.Context, cl client.Client, taskQueue, taskID string
 		if o.Follow && running {
 			wait = followWait
 		}
-		page, err := readPage(ctx, cl, taskQueue, taskID, off, wait, o.Follow)
+		page, err := readPage(ctx, cl, taskQueue, src, off, wait, o.Follow)
 		if err != nil {
 			return err
 		}
@@ -94,12 +113,12 @@ func printEvents(ctx context.Context, cl client.Client, taskQueue, taskID string
 
 // taskRunning reports whether the task's workflow (its latest run) is
 // running; a task without a workflow is an error.
-func taskRunning(ctx context.Context, cl client.Client, taskID string) (bool, error) {
-	id := taskapi.WorkflowID(taskID)
+func sourceRunning(ctx context.Context, cl client.Client, src eventSource) (bool, error) {
+	id := src.workflowID
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return false, fmt.Errorf("task %s has no workflow (%s)", taskID, id)
+		return false, fmt.Errorf("%s has no workflow (%s)", src.what, id)
 	}
 	if err != nil {
 		return false, fmt.Errorf("describe %s: %w", id, err)
@@ -117,32 +136,32 @@ const readRetries = 10
 // a worker that is restarted must not end it.
 const answerWithin = time.Minute
 
-func readPage(ctx context.Context, cl client.Client, taskQueue, taskID string, off int64, wait time.Duration, follow bool) (taskapi.EventsPage, error) {
+func readPage(ctx context.Context, cl client.Client, taskQueue string, src eventSource, off int64, wait time.Duration, follow bool) (taskapi.EventsPage, error) {
 	if follow {
-		return readEvents(ctx, cl, taskQueue, taskID, off, wait)
+		return readEvents(ctx, cl, taskQueue, src, off, wait)
 	}
 	rctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
-	page, err := readEvents(rctx, cl, taskQueue, taskID, off, wait)
+	page, err := readEvents(rctx, cl, taskQueue, src, off, wait)
 	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-		return page, fmt.Errorf("read the events of task %s: no worker on task queue %s answered within %s", taskID, taskQueue, answerWithin)
+		return page, fmt.Errorf("read the events of %s: no worker on task queue %s answered within %s", src.what, taskQueue, answerWithin)
 	}
 	return page, err
 }
 
 // readEvents reads one page through the task's reader workflow, starting
 // it when none runs.
-func readEvents(ctx context.Context, cl client.Client, taskQueue, taskID string, off int64, wait time.Duration) (taskapi.EventsPage, error) {
+func readEvents(ctx context.Context, cl client.Client, taskQueue string, src eventSource, off int64, wait time.Duration) (taskapi.EventsPage, error) {
 	backoff := 200 * time.Millisecond
 	for try := 1; ; try++ {
-		page, err := readOnce(ctx, cl, taskQueue, taskID, taskapi.EventsRead{Offset: off, Wait: wait})
+		page, err := readOnce(ctx, cl, taskQueue, src, taskapi.EventsRead{Offset: off, Wait: wait})
 		if err == nil {
 			return page, nil
 		}
 		var appErr *temporal.ApplicationError
 		if ctx.Err() != nil || errors.As(err, &appErr) || try >= readRetries {
 			// The read itself failed (a bad offset, a broken store): final.
-			return taskapi.EventsPage{}, fmt.Errorf("read the events of task %s from byte %d: %s", taskID, off, rootCause(err))
+			return taskapi.EventsPage{}, fmt.Errorf("read the events of %s from byte %d: %s", src.what, off, rootCause(err))
 		}
 		select {
 		case <-ctx.Done():
@@ -153,14 +172,14 @@ func readEvents(ctx context.Context, cl client.Client, taskQueue, taskID string,
 	}
 }
 
-func readOnce(ctx context.Context, cl client.Client, taskQueue, taskID string, req taskapi.EventsRead) (taskapi.EventsPage, error) {
+func readOnce(ctx context.Context, cl client.Client, taskQueue string, src eventSource, req taskapi.EventsRead) (taskapi.EventsPage, error) {
 	start := cl.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       taskapi.EventsWorkflowID(taskID),
+		ID:                       src.readerID,
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "reads the event stream of task " + taskID,
-	}, taskapi.EventsWorkflowName, taskapi.EventsInput{TaskID: taskID})
+		StaticSummary:            "reads the event stream of " + src.what,
+	}, taskapi.EventsWorkflowName, src.input)
 	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

@@ -141,7 +141,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "run abort":
 		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
 	case "events":
-		return printEvents(ctx, cl, conn.TaskQueue, arg, eventsOptionsFor(stdout, inv.opts), stdout)
+		return printEvents(ctx, cl, conn.TaskQueue, taskEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
+	case "run events":
+		return printEvents(ctx, cl, conn.TaskQueue, runEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {

@@ -27,7 +27,7 @@ import (
 // lets 10 Updates be in flight at once). It ends once no read came for
 // readerIdle, and continues as new when its own history grows.
 func EventsWorkflow(ctx workflow.Context, in taskapi.EventsInput) error {
-	rd := &reader{taskID: in.TaskID, runID: taskapi.StreamRunID(in.TaskID)}
+	rd := &reader{taskID: in.TaskID, runID: in.StreamOf()}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, taskapi.UpdateReadEvents, rd.read,
 		workflow.UpdateHandlerOptions{Validator: validateRead}); err != nil {
 		return fmt.Errorf("register the read update: %w", err)

@@ -143,6 +143,13 @@ func (r *runFlow) loop() (runstatus.Status, error) {
 	if err := r.prepareRepo(); err != nil {
 		return runstatus.Status{}, err
 	}
+	// The document as it starts, every task queued, before any starts.
+	// Runs recorded before this write existed start their tasks first.
+	if workflow.GetVersion(r.ctx, versionInitialStatus, workflow.DefaultVersion, 1) == 1 {
+		if err := r.writeStatus(); err != nil {
+			return runstatus.Status{}, err
+		}
+	}
 	for {
 		r.applyEnds()
 		r.checkBudget()
@@ -409,6 +416,10 @@ func (r *runFlow) close() (runstatus.Status, error) {
 	return r.st.Doc, nil
 }
 
+// versionInitialStatus names the change that writes status.json (and the
+// run's first events) before the first task starts.
+const versionInitialStatus = "run-initial-status"
+
 // abortWait bounds how long an aborted run waits for its tasks to end.
 const abortWait = 2 * time.Minute
 
@@ -461,7 +472,7 @@ func (r *runFlow) writeStatus() error {
 	if err != nil {
 		return fmt.Errorf("encode run status: %w", err)
 	}
-	req := activities.RunStatusRequest{Slug: r.run.Slug, Document: doc}
+	req := activities.RunStatusRequest{Slug: r.run.Slug, Document: doc, Steps: r.runSteps()}
 	if r.st.Repo != nil {
 		req.Repo = r.st.Repo.Path
 	}

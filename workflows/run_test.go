@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
@@ -180,6 +181,21 @@ func TestRunDiamond(t *testing.T) {
 	require.Equal(t, "done", d.Artifacts[0].Status)
 	require.Contains(t, d.Artifacts[0].Summary, "3/3 phases completed")
 	require.Equal(t, []string{"b", "c"}, d.UpstreamTaskIDs)
+
+	// The run's stream: the run's states and each task's, every event valid.
+	stream, err := os.ReadFile(filepath.Join(root, "events", canonical.RunIDForRun("diamond")+".jsonl"))
+	require.NoError(t, err)
+	byAgent := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(stream)), "\n") {
+		ev, err := canonical.Parse([]byte(line))
+		require.NoError(t, err)
+		_, warns, err := canonical.Validate(ev)
+		require.NoError(t, err)
+		require.Empty(t, warns, line)
+		byAgent[ev.AgentID] = append(byAgent[ev.AgentID], string(ev.State)+"/"+string(ev.Type))
+	}
+	require.Equal(t, []string{"running/state_change", "done/task_done"}, byAgent["run"])
+	require.Equal(t, []string{"idle/state_change", "running/state_change", "done/task_done"}, byAgent["task-d"])
 
 	// status.json on disk is the document the workflow returned.
 	data, err := os.ReadFile(filepath.Join(root, "prds", "diamond", "status.json"))

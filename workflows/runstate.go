@@ -27,8 +27,10 @@ type runState struct {
 	AbortReason string        `json:"abortReason,omitempty"`
 	// Changes counts changes to the document, so that it is written once
 	// per batch of them.
-	Changes        int `json:"changes"`
-	ContinuedAsNew int `json:"continuedAsNew"`
+	Changes int `json:"changes"`
+	// Stream is the run's canonical stream; nil until its first write.
+	Stream         *RunStreamState `json:"stream,omitempty"`
+	ContinuedAsNew int             `json:"continuedAsNew"`
 }
 
 // runTask is the run's own record of one task.

@@ -26,10 +26,23 @@ func EventsWorkflowID(taskID string) string { return "karvi-events-" + taskID }
 // (<events dir>/<run id>.jsonl).
 func StreamRunID(taskID string) string { return canonical.RunIDForTask(taskID) }
 
-// EventsInput starts a task's reader workflow.
+// EventsInput starts a reader workflow: of a task's stream, or with
+// Stream set, of another stream (a run's: canonical.RunIDForRun).
 type EventsInput struct {
-	TaskID string `json:"taskId"`
+	TaskID string `json:"taskId,omitempty"`
+	Stream string `json:"stream,omitempty"`
 }
+
+// StreamOf is the stream the reader serves.
+func (in EventsInput) StreamOf() string {
+	if in.Stream != "" {
+		return in.Stream
+	}
+	return StreamRunID(in.TaskID)
+}
+
+// RunEventsWorkflowID is the id of the reader workflow of a run's stream.
+func RunEventsWorkflowID(slug string) string { return "karvi-events-run-" + slug }
 
 // EventsRead asks for the events stored after byte Offset: 0, or the Next
 // of the page before. Wait (at most MaxEventsWait) is how long to wait for

@@ -1,0 +1,96 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/mapping/redact"
+	"karvi-edda-temporal/runstatus"
+)
+
+// A run's canonical stream (canonical.RunIDForRun) holds the run's own
+// states and every change of state of its tasks: queued, started, blocked,
+// done, failed, skipped, in conflict. The steps are found by comparing the
+// document with what was last reported, each time status.json is written,
+// and travel in that same local activity: the stream costs the run no
+// history of its own. Each task's own stream (its attempts, its conductor's
+// events) is the task workflow's.
+
+// RunStreamState is the stream's part of the run's state.
+type RunStreamState struct {
+	Source string `json:"source"`
+	Seq    int    `json:"seq"`
+	// Reported is each task's state ("" key: the run's) as last reported.
+	Reported map[string]string `json:"reported"`
+}
+
+// runSteps compares the document with what was last reported and makes the
+// events of every change, the run's first, then the tasks' in run file
+// order.
+func (r *runFlow) runSteps() []canonical.Event {
+	st := r.st.Stream
+	if st == nil {
+		info := workflow.GetInfo(r.ctx)
+		st = &RunStreamState{Source: canonical.StepSource(info.Namespace, info.WorkflowExecution.ID, info.FirstRunID),
+			Reported: map[string]string{}}
+		r.st.Stream = st
+	}
+	now := workflow.Now(r.ctx)
+	ctx := canonical.StepContext{RunID: canonical.RunIDForRun(r.run.Slug), TaskID: r.run.Slug, Source: st.Source}
+	var evs []canonical.Event
+	emit := func(s canonical.RunStep) {
+		st.Seq++
+		s.Seq, s.TS = st.Seq, now
+		s.Reason, s.Title = redact.String(s.Reason), redact.String(s.Title)
+		evs = append(evs, canonical.FromRunStep(s, ctx))
+		st.Reported[s.Task] = s.To
+	}
+	doc := &r.st.Doc
+	runStep := func() {
+		run := string(doc.Status)
+		if st.Reported[""] == run {
+			return
+		}
+		s := canonical.RunStep{From: st.Reported[""], To: run, Reason: r.st.AbortReason}
+		if doc.Summary != nil {
+			s.Reason = firstNonBlank(r.st.AbortReason, fmt.Sprintf("%d of %d tasks done, %d failed, %d skipped",
+				doc.Summary.Successful, doc.Summary.TotalTasks, doc.Summary.Failed, doc.Summary.Skipped))
+		}
+		if run == string(runstatus.RunActive) && st.Reported[""] == "" {
+			s.Title = r.run.Title
+		}
+		emit(s)
+	}
+	// The run's own change comes first, unless it ended: then its tasks'
+	// last changes come before its end.
+	ended := doc.Status == runstatus.RunComplete || doc.Status == runstatus.RunPartial
+	if !ended {
+		runStep()
+	}
+	for _, rt := range r.run.Tasks {
+		dt := doc.Tasks[rt.ID]
+		if st.Reported[rt.ID] == string(dt.Status) {
+			continue
+		}
+		s := canonical.RunStep{Task: rt.ID, Title: rt.Title, From: st.Reported[rt.ID], To: string(dt.Status),
+			Model: dt.Model, Attempt: r.st.Tasks[rt.ID].Attempt, Loops: dt.LoopCount}
+		switch {
+		case len(dt.BlockedBy) > 0:
+			s.Reason = "blocked by " + strings.Join(dt.BlockedBy, ", ")
+		case len(dt.ConflictFiles) > 0:
+			s.Reason = "merge conflicts in " + strings.Join(dt.ConflictFiles, ", ")
+		case dt.PausedReason != "":
+			s.Reason = string(dt.PausedReason)
+		default:
+			s.Reason = dt.Error
+		}
+		emit(s)
+	}
+	if ended {
+		runStep()
+	}
+	return evs
+}
