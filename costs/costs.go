@@ -117,7 +117,9 @@ type Spend struct {
 // "unknown" and "default".
 func (s *Summary) Add(sp Spend) error {
 	sum := 0.0
-	for _, id := range slices.Sorted(maps.Keys(sp.ByPhase)) {
+	//workflowcheck:ignore the keys are sorted
+	phases := slices.Sorted(maps.Keys(sp.ByPhase))
+	for _, id := range phases {
 		c := sp.ByPhase[id]
 		if c < 0 || math.IsNaN(c) {
 			return fmt.Errorf("phase %s: %v: %w", id, c, ErrNegative)
@@ -128,8 +130,8 @@ func (s *Summary) Add(sp Spend) error {
 	if total < 0 || math.IsNaN(total) {
 		return fmt.Errorf("task %s: %v: %w", sp.Task, total, ErrNegative)
 	}
-	for id, c := range sp.ByPhase {
-		add(&s.ByPhase, id, c)
+	for _, id := range phases {
+		add(&s.ByPhase, id, sp.ByPhase[id])
 	}
 	model, skill := sp.Model, sp.Skill
 	if model == "" {

@@ -34,9 +34,9 @@ func (s *Status) CanUpgrade(id string) bool {
 // every task it stopped.
 func (s *Status) AbortWith(reason string, at time.Time) error {
 	running := map[string]bool{}
-	for id, t := range s.Tasks {
-		if t.Status == TaskRunning {
-			running[id] = true
+	for _, rt := range s.run.Tasks {
+		if t := s.Tasks[rt.ID]; t != nil && t.Status == TaskRunning {
+			running[rt.ID] = true
 		}
 	}
 	if err := s.Abort(at); err != nil {
@@ -45,8 +45,10 @@ func (s *Status) AbortWith(reason string, at time.Time) error {
 	if reason == "" {
 		return nil
 	}
-	for id := range running {
-		s.Tasks[id].Error = reason
+	for _, rt := range s.run.Tasks {
+		if running[rt.ID] {
+			s.Tasks[rt.ID].Error = reason
+		}
 	}
 	return nil
 }

@@ -105,6 +105,7 @@ func (s *Status) Bind(run runplan.Run) error {
 	}
 	if len(s.Tasks) != len(run.Tasks) {
 		var extra []string
+		//workflowcheck:ignore the ids are sorted below
 		for id := range s.Tasks {
 			if _, ok := run.Task(id); !ok {
 				extra = append(extra, id)
@@ -126,6 +127,7 @@ func (s *Status) Clone() Status {
 	}
 	if s.Tasks != nil {
 		c.Tasks = make(map[string]*Task, len(s.Tasks))
+		//workflowcheck:ignore a copy of each, in whatever order
 		for id, t := range s.Tasks {
 			tc := *t
 			tc.BlockedBy = slices.Clone(t.BlockedBy)

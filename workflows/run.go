@@ -182,7 +182,8 @@ func (r *runFlow) loop() (runstatus.Status, error) {
 // running counts the tasks with a workflow out.
 func (r *runFlow) running() int {
 	n := 0
-	for _, t := range r.st.Tasks {
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
 		if t.Running {
 			n++
 		}
@@ -383,7 +384,8 @@ func (r *runFlow) finished() bool {
 	if r.running() > 0 {
 		return false
 	}
-	for _, t := range r.st.Tasks {
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
 		if t.Merge {
 			return false
 		}
@@ -496,7 +498,8 @@ func (r *runFlow) shouldContinueAsNew() bool {
 	if !workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() && (limit <= 0 || r.started < limit) {
 		return false
 	}
-	for _, t := range r.st.Tasks {
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
 		if (t.Running && t.RunID == "") || t.Merge {
 			return false
 		}

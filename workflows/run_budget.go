@@ -37,7 +37,8 @@ func (r *runFlow) listenForSpend() {
 // spent is what the run's tasks spent, the attempts under way included.
 func (r *runFlow) spent() (ended, running float64) {
 	ended = r.st.Spent.TotalUSD
-	for _, t := range r.st.Tasks {
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
 		if t.Running {
 			running += t.Spend
 		}

