@@ -20,6 +20,7 @@ type config struct {
 	maxActivities                  int
 	codecAddr                      string
 	pprofAddr                      string
+	metricsAddr                    string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -40,6 +41,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"register-search-attributes", "KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES"},
 	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
 	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
+	{"metrics-addr", "KARVI_EDDA_METRICS_ADDR"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -73,6 +75,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics at this loopback `address` (127.0.0.1:port): the SDK's and the worker's own")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"

@@ -22,6 +22,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
@@ -67,6 +68,22 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	// Metrics are served before the client exists: the SDK records its
+	// own on the handler the client is dialled with.
+	var rec *metrics.Recorder
+	if c.metricsAddr != "" {
+		e, err := newExporter(logger)
+		if err != nil {
+			return err
+		}
+		shutdown, err := serveMetrics(c.metricsAddr, e, logger)
+		if err != nil {
+			return err
+		}
+		defer shutdown()
+		conn.Options.MetricsHandler = e.SDK
+		rec = e.Recorder
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := conn.Dial(ctx, sdklog.NewStructuredLogger(logger))
@@ -110,7 +127,7 @@ func run(c config) error {
 		TailLinger: c.tailLinger,
 		TailPoll:   c.tailPoll,
 	}
-	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
+	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec})
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
 		"workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
