@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
 )
@@ -59,6 +60,9 @@ type Config struct {
 type Activities struct {
 	Config Config
 	Sink   sink.Sink
+	// Metrics records what the tail reads and how many conductors it
+	// follows; nil records nothing.
+	Metrics *metrics.Recorder
 
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).

@@ -161,6 +161,7 @@ func (d *delivery) run(ctx context.Context) error {
 			return fmt.Errorf("watch %s: %w", path, err)
 		}
 		defer w.Close()
+		defer d.a.Metrics.WatchConductor()()
 	}
 	every := d.req.CheckpointEvery
 	if every <= 0 {
@@ -288,6 +289,7 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 // take reduces and delivers a batch, in order.
 func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 	evs, malformed, sample := parseLines(batch.Lines, d.explain)
+	d.a.Metrics.Read(evs, malformed)
 	d.res.Malformed += malformed
 	if sample != "" {
 		d.res.MalformedSample = sample

@@ -21,6 +21,7 @@ type config struct {
 	codecAddr                      string
 	pprofAddr                      string
 	eventsDir                      string
+	metricsAddr                    string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -42,6 +43,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
 	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
 	{"events-dir", "KARVI_EDDA_EVENTS_DIR"},
+	{"metrics-addr", "KARVI_EDDA_METRICS_ADDR"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -76,6 +78,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")
 	fs.StringVar(&c.eventsDir, "events-dir", "", "`directory` of the tasks' canonical event streams, one <run_id>.jsonl per task (default <work-root>/events)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics at this loopback `address` (127.0.0.1:port): the SDK's and the worker's own")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"

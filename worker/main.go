@@ -23,6 +23,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
@@ -76,6 +77,22 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	// Metrics are served before the client exists: the SDK records its
+	// own on the handler the client is dialled with.
+	var rec *metrics.Recorder
+	if c.metricsAddr != "" {
+		e, err := newExporter(logger)
+		if err != nil {
+			return err
+		}
+		shutdown, err := serveMetrics(c.metricsAddr, e, logger)
+		if err != nil {
+			return err
+		}
+		defer shutdown()
+		conn.Options.MetricsHandler = e.SDK
+		rec = e.Recorder
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := conn.Dial(ctx, sdklog.NewStructuredLogger(logger))
@@ -120,7 +137,7 @@ func run(c config) error {
 		TailPoll:   c.tailPoll,
 		EventsDir:  eventsDir,
 	}
-	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
+	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec})
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)

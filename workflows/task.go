@@ -11,6 +11,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -98,6 +99,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 		r.st.Dispatch.Mode = "redispatch"
 	}
 	r.beginStream()
+	metrics.AttemptStarted(workflow.GetMetricsHandler(ctx))
 	return r, nil
 }
 
@@ -292,10 +294,12 @@ func (r *taskRun) nextAttempt() {
 	prev := r.st.Current
 	r.st.Dispatch.Mode = "redispatch"
 	r.st.Current = newAttempt(prev.N+1, workflow.Now(r.ctx))
+	metrics.AttemptStarted(workflow.GetMetricsHandler(r.ctx))
 	r.st.Current.Brief = prev.Brief
 }
 
 func (r *taskRun) endAttempt(ended, lastError string) {
+	metrics.AttemptEnded(workflow.GetMetricsHandler(r.ctx), ended)
 	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 }
 
