@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
@@ -278,7 +279,11 @@ func finishedPartial(t *testing.T) (runapi.View, time.Time) {
 	}
 	f.at(26*time.Minute + 5*time.Second)
 	f.must(f.s.Complete(f.now))
-	return f.View(), t0.Add(40 * time.Minute)
+	v := f.View()
+	v.Budget = &costs.Budget{LimitUSD: 5, Action: costs.Warn}
+	v.SpentUSD = 5.85
+	v.BudgetNote = "Budget exceeded ($5.85 spent of $5.00) (budget action warn: the run goes on)"
+	return v, t0.Add(40 * time.Minute)
 }
 
 // bigRun is 500 tasks in 50 levels of 10, each depending on two tasks of

@@ -165,7 +165,14 @@ func (d *drawing) progress() string {
 	if len(rest) > 0 {
 		line += " · " + strings.Join(rest, ", ")
 	}
-	return line + fmt.Sprintf(" · $%.2f", cost)
+	line += fmt.Sprintf(" · $%.2f", max(cost, d.v.SpentUSD))
+	if b := d.v.Budget; b != nil {
+		line += fmt.Sprintf(" of a $%.2f budget (%s)", b.LimitUSD, b.Action)
+	}
+	if d.v.BudgetNote != "" {
+		line += "\n" + d.v.BudgetNote
+	}
+	return line
 }
 
 // table: one row per task in run file order. A big run shows the tasks

@@ -70,6 +70,7 @@ var scenarios = []scenario{
 		mustContain(t, out, "partial · started 2026-02-28 03:00:00 UTC · ended 03:26:05 after 26m05s · concurrency 2\n",
 			"summary: partial after 26 minutes\n  6 tasks: 3 successful, 1 failed, 1 skipped\n  4 loops, 1 model upgrade, $5.85",
 			"not done: ui (failed), e2e (blocked by ui)",
+			"$5.85 of a $5.00 budget (warn)\nBudget exceeded ($5.85 spent of $5.00) (budget action warn: the run goes on)\n",
 			"    retry: starter run retry user-profiles ui\n    skip:  starter run skip user-profiles ui\n  the run has ended: a retry or skip reopens it where it ended")
 		mustNotContain(t, out, "->now")
 	}},
