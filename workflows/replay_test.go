@@ -23,7 +23,9 @@ import (
 // run continued-as-new and its successor). run-* are RunWorkflow's: the
 // sample run (loops, an upgrade, a failure cascade), and a run that
 // continued-as-new with tasks running and one of its successors, which
-// waits for carried tasks by activity.
+// waits for carried tasks by activity; run-sample-v2 after the run began
+// writing status.json before its first task, run-budget-block a run its
+// budget stopped, run-reopened an ended run reopened to skip a task.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
