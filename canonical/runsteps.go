@@ -74,8 +74,9 @@ var runStates = map[string]struct {
 //	run active / paused       running / waiting  state_change
 //	run complete / partial    done       task_done     result success / partial
 //
-// A state this table does not know is reported as a message from an agent
-// still at work, as an unknown conductor event is.
+// A budget's note (To "budget") is a message of the run; a state this
+// table does not know is reported as a message from an agent still at
+// work, as an unknown conductor event is.
 func FromRunStep(s RunStep, ctx StepContext) Event {
 	ev := Event{
 		TS:        s.TS.UTC().Truncate(time.Millisecond).Format(tsLayout),
@@ -96,6 +97,11 @@ func FromRunStep(s RunStep, ctx StepContext) Event {
 	to, known := runStates[s.To]
 	var payload any
 	switch {
+	case s.To == "budget":
+		// A budget's warning or its spending: the run notes it and, for a
+		// warn budget, goes on.
+		ev.State, ev.Type = StateRunning, TypeMessage
+		payload = message{Message: s.Reason, SourceType: "budget"}
 	case !known:
 		ev.State, ev.Type = StateRunning, TypeMessage
 		payload = message{Message: strings.TrimSpace(s.To + " " + s.Reason), SourceType: "run_step"}

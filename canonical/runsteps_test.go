@@ -31,6 +31,8 @@ func TestFromRunStepTable(t *testing.T) {
 		{RunStep{Task: "ui", From: "running", To: "needs-human-rebase", Reason: "conflicts in a.go"}, "task-ui", StateBlocked, TypeStateChange, map[string]any{"reason": "conflicts in a.go"}},
 		{RunStep{Task: "ui", From: "running", To: "paused"}, "task-ui", StateWaiting, TypeStateChange, nil},
 		{RunStep{From: "active", To: "partial", Reason: "4 of 6 done"}, RunAgent, StateDone, TypeTaskDone, map[string]any{"result": "partial"}},
+		{RunStep{To: "budget", Reason: "Budget warning: $0.41 spent of $0.50 (82%)"}, RunAgent, StateRunning, TypeMessage,
+			map[string]any{"source_type": "budget", "message": "Budget warning: $0.41 spent of $0.50 (82%)"}},
 		{RunStep{Task: "x", To: "in-review"}, "task-x", StateRunning, TypeMessage, map[string]any{"source_type": "run_step"}},
 	} {
 		c.step.TS, c.step.Seq = at, 7

@@ -41,6 +41,9 @@ const (
 	// StepReopened: a task that had completed is given new work (a
 	// redispatch); its agent goes from done back to idle.
 	StepReopened StepKind = "reopened"
+	// StepNote: the bridge noted something on the brief (a budget's
+	// warning); Reason is the note, Status its action.
+	StepNote StepKind = "note"
 )
 
 // Step is one thing the task workflow did, in plain values: what
@@ -108,6 +111,7 @@ const (
 //	signal redispatch    (as is)    replan        reason, signal
 //	signal abort, other  (as is)    message       message, signal, reason
 //	attempt ended        (as is)    task_update   progress, message, attempt, plan_name, ended, last_error; cost
+//	note (budget, ...)   (as is)    message       message = the note, source_type = its action
 func FromStep(s Step, ctx StepContext) Event {
 	ev := Event{
 		TS:        s.TS.UTC().Truncate(time.Millisecond).Format(tsLayout),
@@ -163,6 +167,9 @@ func FromStep(s Step, ctx StepContext) Event {
 			c := *s.CostUSD
 			ev.Metrics = &Metrics{CostUSD: &c}
 		}
+	case StepNote:
+		ev.State, ev.Type = current, TypeMessage
+		payload = message{Message: firstNonEmpty(s.Reason, string(s.Kind)), SourceType: firstNonEmpty(s.Status, string(s.Kind))}
 	default:
 		ev.State, ev.Type = current, TypeMessage
 		payload = message{Message: string(s.Kind), SourceType: string(s.Kind)}

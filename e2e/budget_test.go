@@ -5,6 +5,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"os/exec"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ func TestRunBudgetBlocksTheRun(t *testing.T) {
 
 	bin, err := devenv.Binary("starter")
 	require.NoError(t, err)
-	out, err := exec.Command(bin, "-address", r.Server.Addr, "run", "cost", "bud").CombinedOutput()
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "cost", "bud").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "of a $0.50 budget (block at 100 %): spent")
 	require.Contains(t, string(out), "sonnet")
@@ -94,6 +96,10 @@ func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 	if len(notes) > 1 {
 		require.Equal(t, []string{"Budget exceeded ($0.60 spent of $0.45) (budget action warn: the task goes on)"}, notes[1:])
 	}
-	// The sink's brief has the note too.
+	// The sink's brief has the note too, and the task's event stream a
+	// budget message.
 	require.Contains(t, string(r.FileBriefRaw("bud-warn")), "Budget warning: $0.40 spent of $0.45")
+	stream, err := os.ReadFile(filepath.Join(r.WorkRoot, "events", "run-bud-warn.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(stream), `"source_type":"budget"`)
 }

@@ -70,7 +70,7 @@ var commands = []*command{
 		flags: runStatusFlags},
 	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o) }},
-	{name: "cost", arg: "<taskId>", summary: "what the task spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
+	{name: "cost", arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},

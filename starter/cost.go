@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // budgetOf reads -budget and -budget-action; nil without a budget.
@@ -25,6 +28,27 @@ func budgetOf(o options) (*costs.Budget, error) {
 		return nil, &usageError{msg: err.Error()}
 	}
 	return b, nil
+}
+
+// printTaskOrRunCost prints a task's spending, or a run's when no task has
+// that id and a run has that slug.
+func printTaskOrRunCost(ctx context.Context, cl client.Client, id string, asJSON bool, stdout io.Writer) error {
+	v, err := cl.QueryWorkflow(ctx, taskapi.WorkflowID(id), "", taskapi.QueryCost)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		if _, derr := cl.DescribeWorkflowExecution(ctx, runapi.WorkflowID(id), ""); derr == nil {
+			return printRunCost(ctx, cl, id, asJSON, stdout)
+		}
+		return fmt.Errorf("%s is neither a task (no workflow %s) nor a run (no workflow %s)", id, taskapi.WorkflowID(id), runapi.WorkflowID(id))
+	}
+	if err != nil {
+		return fmt.Errorf("task %s: query cost: %w", id, err)
+	}
+	var c taskapi.Cost
+	if err := v.Get(&c); err != nil {
+		return fmt.Errorf("task %s: cost: %w", id, err)
+	}
+	return printCost(stdout, "task "+id, c.Summary, 0, c.Budget, c.Level, asJSON, c)
 }
 
 func printRunCost(ctx context.Context, cl client.Client, slug string, asJSON bool, stdout io.Writer) error {

@@ -121,11 +121,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "follow":
 		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
 	case "cost":
-		var c taskapi.Cost
-		if err := query(ctx, cl, arg, taskapi.QueryCost, &c); err != nil {
-			return err
-		}
-		return printCost(stdout, "task "+arg, c.Summary, 0, c.Budget, c.Level, inv.opts.json, c)
+		return printTaskOrRunCost(ctx, cl, arg, inv.opts.json, stdout)
 	case "run cost":
 		return printRunCost(ctx, cl, arg, inv.opts.json, stdout)
 	case "run start":

@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/runapi"
@@ -62,6 +63,7 @@ func (r *taskRun) applyNotes() {
 	for _, n := range b.Notes {
 		c := a.Brief.Note(at, n.Action, n.Detail)
 		patches = append(patches, r.enc.Patch(&a.Brief, c))
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: n.Action, Reason: n.Detail})
 	}
 	b.Notes = nil
 	r.sendPatches(patches)

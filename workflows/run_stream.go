@@ -89,6 +89,12 @@ func (r *runFlow) runSteps() []canonical.Event {
 		}
 		emit(s)
 	}
+	if note := r.st.BudgetNote; note != "" && st.Reported["budget"] != note {
+		st.Seq++
+		ev := canonical.FromRunStep(canonical.RunStep{Seq: st.Seq, TS: now, To: "budget", Reason: note}, ctx)
+		evs = append(evs, ev)
+		st.Reported["budget"] = note
+	}
 	if ended {
 		runStep()
 	}
