@@ -165,10 +165,12 @@ func runningProcesses() ([]process, error) {
 }
 
 // ConductorSampler watches the process table while a test runs and keeps,
-// per task, the most conductor runs it ever saw alive at once.
+// per task, the most conductor runs it ever saw alive at once, and the most
+// of all tasks together.
 type ConductorSampler struct {
 	stop, done chan struct{}
 	max        map[string]int
+	most       int
 	samples    int
 	err        error
 }
@@ -188,9 +190,12 @@ func (r *Rig) SampleConductors() *ConductorSampler {
 				return
 			}
 			s.samples++
+			all := 0
 			for task, n := range live {
 				s.max[task] = max(s.max[task], n)
+				all += n
 			}
+			s.most = max(s.most, all)
 			select {
 			case <-s.stop:
 				return
@@ -213,4 +218,10 @@ func (s *ConductorSampler) Stop(t testing.TB) int {
 		require.LessOrEqual(t, n, 1, "task %s had %d live conductors at once", task, n)
 	}
 	return s.samples
+}
+
+// Most is the most conductors of all tasks seen alive at once; call it
+// after Stop.
+func (s *ConductorSampler) Most() int {
+	return s.most
 }
