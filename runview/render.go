@@ -151,7 +151,7 @@ func (d *drawing) progress() string {
 	if total > 0 {
 		pct = finished * 100 / total
 	}
-	line := fmt.Sprintf("%s %3d%% · %d/%d done", bar(finished, total, d.o.Color), pct, finished, total)
+	line := fmt.Sprintf("%s %3d%% · %d/%d done", Bar(finished, total, d.o.Color), pct, finished, total)
 	if n := counts[runstatus.TaskSkipped]; n > 0 {
 		line += fmt.Sprintf(" (%d skipped)", n)
 	}
@@ -770,9 +770,9 @@ func marker(st runstatus.TaskState) string {
 
 const barWidth = 20
 
-// bar draws done out of total: "[######--------------]", on a terminal
-// green blocks.
-func bar(done, total int, color bool) string {
+// Bar draws done out of total: "[######--------------]", on a terminal
+// green blocks. The starter's task view draws its phases with it too.
+func Bar(done, total int, color bool) string {
 	filled := 0
 	if total > 0 {
 		filled = min(done, total) * barWidth / total

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runview"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -134,7 +135,7 @@ func (p progress) sameAs(q progress) bool {
 func (p progress) line(color bool) string {
 	var b strings.Builder
 	b.WriteString(clock(time.Duration(p.ElapsedMS) * time.Millisecond))
-	b.WriteString(" " + bar(p.Done, p.Total, color))
+	b.WriteString(" " + runview.Bar(p.Done, p.Total, color))
 	b.WriteString(fmt.Sprintf(" %d/%d", p.Done, p.Total))
 	switch {
 	case p.Phase != "":
@@ -220,21 +221,6 @@ func briefCost(b mapping.Brief) float64 {
 		sum += c
 	}
 	return sum
-}
-
-const barWidth = 20
-
-// bar draws done out of total as "[#######-------------]"; on a terminal
-// the done part is green blocks.
-func bar(done, total int, color bool) string {
-	filled := 0
-	if total > 0 {
-		filled = min(done, total) * barWidth / total
-	}
-	if color {
-		return "▕" + ansiGreen + strings.Repeat("█", filled) + ansiReset + strings.Repeat("░", barWidth-filled) + "▏"
-	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", barWidth-filled) + "]"
 }
 
 // roundDuration keeps the digits a person reads: 850ms, 4.7s, 2m5s.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runview"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -168,7 +169,7 @@ func TestBarAndClock(t *testing.T) {
 		{2, 3, "[#############-------]"},
 		{5, 3, "[####################]"},
 	} {
-		if got := bar(c.done, c.total, false); got != c.want {
+		if got := runview.Bar(c.done, c.total, false); got != c.want {
 			t.Errorf("bar(%d, %d) = %q, want %q", c.done, c.total, got, c.want)
 		}
 	}
