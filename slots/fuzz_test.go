@@ -2,7 +2,6 @@ package slots
 
 import (
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -115,7 +114,7 @@ func checkNotices(t *testing.T, step int, ns []Notice, order map[Key]int, releas
 				t.Fatalf("step %d: released key %s granted", step, n.Key)
 			}
 			if pos < last {
-				t.Fatal(fmt.Sprintf("step %d: %s granted out of arrival order", step, n.Key))
+				t.Fatalf("step %d: %s granted out of arrival order", step, n.Key)
 			}
 			last = pos
 		}

@@ -215,6 +215,7 @@ func TestLeases(t *testing.T) {
 	p.Renew([]Key{{"a", 1}, {"zz", 1}}, at(50))
 	dropped, n := p.ExpireLeases(at(60))
 	require.Empty(t, dropped, "a lease lasts to its end")
+	require.Empty(t, n)
 	dropped, n = p.ExpireLeases(at(61))
 	require.Equal(t, []Key{{"b", 1}}, dropped)
 	require.Equal(t, []string{"c granted"}, granted(n...))

@@ -5,12 +5,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/slotapi"
 )
 
-// Register adds the task and run workflows to a worker or replayer under
-// their stable names, so that the temporal CLI can start them as
-// `TaskWorkflow` and `RunWorkflow`.
+// Register adds the task, run and slot pool workflows to a worker or
+// replayer under their stable names, so that the temporal CLI can start
+// them as `TaskWorkflow`, `RunWorkflow` and `SlotPoolWorkflow`.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
 }
