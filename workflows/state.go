@@ -12,6 +12,8 @@ import (
 type State struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
 	Tuning   *Tuning              `json:"tuning,omitempty"`
+	// Slots is the agent slot pool each attempt waits for, nil for none.
+	Slots *SlotRequest `json:"slots,omitempty"`
 	// Current is the attempt in progress; once the task ended, its last.
 	Current Attempt `json:"current"`
 	// Finished summarises every attempt that ended, oldest first (the last
@@ -53,6 +55,8 @@ type Attempt struct {
 	StartedAt   time.Time               `json:"startedAt,omitzero"`
 	LastEventAt time.Time               `json:"lastEventAt,omitzero"`
 	Events      int                     `json:"events,omitempty"`
+	// Slot is the attempt's agent slot, once it asked for one.
+	Slot *SlotHold `json:"slot,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

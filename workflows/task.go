@@ -45,6 +45,8 @@ type taskRun struct {
 	// on the earlier path (one activity per batch of events, then a local
 	// activity for its patches).
 	deliverInTail bool
+	// slotsOn: each attempt waits for an agent slot (slots.go).
+	slotsOn bool
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
 	searchPhase, searchPlan string
@@ -76,6 +78,9 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("invalid dispatch plan: %v", err), activities.ErrInvalidDispatch, err)
 	}
+	if err := validSlotRequest(in.Slots); err != nil {
+		return nil, err
+	}
 	attempt := in.Attempt
 	if attempt < 1 {
 		attempt = 1
@@ -83,6 +88,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	r.st = State{
 		Dispatch: in.Dispatch,
 		Tuning:   in.Tuning,
+		Slots:    in.Slots,
 		Current:  newAttempt(attempt, workflow.Now(ctx)),
 	}
 	if attempt > 1 {
@@ -115,6 +121,7 @@ const versionDeliverInTail = "deliver-in-tail"
 
 func (r *taskRun) run() (Result, error) {
 	r.deliverInTail = workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, 1) == 1
+	r.slotsOn = r.useSlots()
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
@@ -272,6 +279,7 @@ func (r *taskRun) nextAttempt() {
 
 func (r *taskRun) endAttempt(ended, lastError string) {
 	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
+	r.releaseSlot(ended)
 }
 
 // addSignalReceivers makes sel note an abort or redispatch signal.
@@ -494,6 +502,7 @@ func (r *taskRun) status() Status {
 		SinkProblem:     r.st.SinkProblem,
 		ContinuedAsNew:  r.st.ContinuedAsNew,
 		Attempts:        r.st.Finished,
+		Slot:            r.slotStatus(),
 	}
 	if a.Plan != nil {
 		s.TotalPhases = len(a.Plan.Summary.PhaseIDs)
