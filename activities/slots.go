@@ -54,7 +54,7 @@ func (a *SlotActivities) AcquireSlot(ctx context.Context, req AcquireSlotRequest
 	if err := slots.ValidPoolName(req.Pool); err != nil {
 		return slots.Answer{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSlotRequest, err)
 	}
-	start := a.Temporal.NewWithStartWorkflowOperation(PoolStartOptions(req.Pool, activity.GetInfo(ctx).TaskQueue),
+	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, activity.GetInfo(ctx).TaskQueue),
 		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: req.Pool})
 	k := req.Request.Key
 	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -80,20 +80,6 @@ func (a *SlotActivities) AcquireSlot(ctx context.Context, req AcquireSlotRequest
 		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
 	}
 	return ans, nil
-}
-
-// PoolStartOptions start a pool's workflow on demand: the running one is
-// used when there is one; a pool whose workflow was terminated starts
-// afresh.
-func PoolStartOptions(pool, taskQueue string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       slotapi.WorkflowID(pool),
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "Agent slot pool " + pool,
-		StaticDetails:            fmt.Sprintf("How many conductors run at once, across every task, run and worker that names pool **%s**. `starter slots -pool %s` lists its holders and waiters.", pool, pool),
-	}
 }
 
 // CheckHoldersRequest lists the holders to look at.

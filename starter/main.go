@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "run plan":
 		return printRunPlan(arg, stdin, stdout, inv.opts.templates)
 	}
+	if err := checkSlotFlags(inv); err != nil {
+		return err
+	}
 	conn, err := temporalconn.Load(inv.conn)
 	if err != nil {
 		return err
@@ -81,7 +84,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d}, stdout); err != nil {
+		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d, Slots: slotRequest(inv.opts)}, stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -126,6 +129,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return updateRun(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
 	case "run abort":
 		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
+	case "slots":
+		return showSlots(ctx, cl, inv.opts.pool, inv.opts.json, stdout)
+	case "slots set":
+		return setSlots(ctx, cl, conn.TaskQueue, inv.opts.pool, setRequest(inv.opts), stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
 	"karvi-edda-temporal/slots"
 )
 
@@ -48,6 +51,21 @@ const (
 
 // WorkflowID is the one workflow id per pool.
 func WorkflowID(pool string) string { return "karvi-slots-" + pool }
+
+// StartOptions start a pool's workflow on demand (update-with-start from
+// an acquire or a set): the running one is used when there is one; a pool
+// whose workflow was terminated starts afresh.
+func StartOptions(pool, taskQueue string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       WorkflowID(pool),
+		TaskQueue:                taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "Agent slot pool " + pool,
+		StaticDetails: fmt.Sprintf("How many conductors run at once, across every task, run and worker that names pool **%s**. "+
+			"`starter slots -pool %s` lists its holders and waiters.", pool, pool),
+	}
+}
 
 // PoolInput starts a pool's workflow. A pool is started on demand by its
 // first acquire (or set), so every field is optional.
