@@ -14,12 +14,14 @@ import (
 
 // acquireSlotOptions: the acquire update is answered at once, so a call
 // that takes long is a server or worker in trouble: retry until it gets
-// through. The update's id makes a retry harmless. A request the pool
-// refuses as malformed is final.
+// through. The limit is short because it is also how long a task waits
+// after its worker died mid-call (the call does not heartbeat). The
+// update's id makes a retry harmless. A request the pool refuses as
+// malformed is final.
 func acquireSlotOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
-		StartToCloseTimeout: 30 * time.Second,
+		StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
