@@ -23,7 +23,9 @@ import (
 // run continued-as-new and its successor). run-* are RunWorkflow's: the
 // sample run (loops, an upgrade, a failure cascade), and a run that
 // continued-as-new with tasks running and one of its successors, which
-// waits for carried tasks by activity.
+// waits for carried tasks by activity. slots-* are agent slots: a task that
+// waited in line for its slot, a task refused one by its timeout, and the
+// pool that served them (recorded while it still ran).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
