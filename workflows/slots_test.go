@@ -302,3 +302,36 @@ func TestRunPassesItsPoolToItsTasks(t *testing.T) {
 		require.Nil(t, c.Slots, c.Dispatch.TaskID)
 	}
 }
+
+// A task of a run that its pool refuses a slot (its run reached
+// max_total) fails at once: another loop would be refused the same.
+func TestRunDoesNotLoopATaskRefusedASlot(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in TaskInput) (Result, error) {
+		id := in.Dispatch.TaskID
+		mu.Lock()
+		attempts[id]++
+		mu.Unlock()
+		if err := workflow.Sleep(ctx, time.Minute); err != nil {
+			return Result{}, err
+		}
+		res := Result{TaskID: id, Attempt: in.Attempt, Dispatch: in.Dispatch, Outcome: mapping.CompletedOutcome()}
+		if id == "c" {
+			res.Outcome = noSlotOutcome("agents", in.Slots, slots.Answer{State: slots.Refused, Reason: slots.ReasonMaxTotal,
+				Detail: "run diamond was granted 2 slots, max_total is 2"})
+		}
+		return res, nil
+	}, workflow.RegisterOptions{Name: TaskWorkflowName})
+	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: t.TempDir()}})
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Pool: "agents"})
+	doc := runResult(t, env)
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	require.Equal(t, 1, attempts["c"], "no loop for a refused slot")
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks["c"].Status)
+	require.Equal(t, "no agent slot in pool agents: max_total (run diamond was granted 2 slots, max_total is 2)", doc.Tasks["c"].Error)
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks["d"].Status)
+}
