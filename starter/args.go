@@ -83,7 +83,7 @@ var commands = []*command{
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); taskPoolFlags(fs, o) }},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
-		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
+		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o); taskPoolFlags(fs, o) }},
 	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
 	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
@@ -100,7 +100,7 @@ var commands = []*command{
 
 // taskPoolFlags: a task that waits for an agent slot.
 func taskPoolFlags(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` the task's conductor waits for (none: it starts at once)")
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` the task's conductor waits for (none: it starts at once; a running workflow keeps its own)")
 	fs.DurationVar(&o.slotTimeout, "slot-timeout", 0, "with -pool: how long to wait in line before the attempt ends blocked (0: as long as it takes)")
 }
 

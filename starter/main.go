@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "abort":
 		return signalTask(ctx, cl, arg, taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}, stdout)
 	case "redispatch":
-		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, stdout); err != nil {
+		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, slotRequest(inv.opts), stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -225,8 +225,10 @@ func signalTask(ctx context.Context, cl client.Client, taskID, name string, payl
 }
 
 // redispatch signals a running workflow; for a task whose workflow already
-// closed it starts a new one at the next attempt, with the same dispatch.
-func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, stdout io.Writer) error {
+// closed it starts a new one at the next attempt, with the same dispatch
+// (waiting for a slot of the pool given, if any: a running workflow keeps
+// its own).
+func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, slots *taskapi.SlotRequest, stdout io.Writer) error {
 	id := taskapi.WorkflowID(taskID)
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
@@ -239,7 +241,7 @@ func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason
 	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &prev); err != nil {
 		return fmt.Errorf("task %s: the last workflow did not end with a result to redispatch from: %w", taskID, err)
 	}
-	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
+	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1, Slots: slots}, stdout)
 }
 
 func query(ctx context.Context, cl client.Client, taskID, name string, out any) error {

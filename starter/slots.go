@@ -22,7 +22,7 @@ import (
 func checkSlotFlags(inv invocation) error {
 	o := inv.opts
 	switch inv.cmd.name {
-	case "start", "run start":
+	case "start", "redispatch", "run start":
 		if o.pool == "" {
 			if o.slotTimeout != 0 {
 				return &usageError{cmd: inv.cmd, msg: "-slot-timeout needs -pool"}
