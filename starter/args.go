@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows/taskapi"
@@ -17,11 +19,17 @@ import (
 type command struct {
 	name, arg, summary string
 	flags              func(fs *flag.FlagSet, o *options)
-	// nargs is how many arguments arg names (default one).
+	// nargs is how many arguments arg names (default one); noArg: none.
 	nargs int
+	noArg bool
 }
 
-func (c *command) wantArgs() int { return max(c.nargs, 1) }
+func (c *command) wantArgs() int {
+	if c.noArg {
+		return 0
+	}
+	return max(c.nargs, 1)
+}
 
 // options are the subcommands' own flags.
 type options struct {
@@ -37,6 +45,13 @@ type options struct {
 	attempt       int
 	report        bool
 	since         int64
+	// Agent slots: the pool, a task's wait, and slots set's limits
+	// (maxTotal nil: keep the pool's).
+	pool          string
+	slotTimeout   time.Duration
+	maxConcurrent int
+	maxTotal      *int
+	checkEvery    time.Duration
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -69,11 +84,11 @@ var commands = []*command{
 	{name: "run status", arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
 		flags: runStatusFlags},
 	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow",
-		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o) }},
+		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o); taskPoolFlags(fs, o) }},
 	{name: "cost", arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
-		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o) }},
+		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o); taskPoolFlags(fs, o) }},
 	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
 	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
 	{name: "job", arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
@@ -89,6 +104,8 @@ var commands = []*command{
 	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
 	{name: "run events", arg: "<slug>", summary: "print the run's canonical events: its states and its tasks' (-follow: until the run ends)", flags: eventsFlags},
 	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
+	{name: "slots", noArg: true, summary: "an agent slot pool's limits, holders and waiters", flags: slotsFlags},
+	{name: "slots set", noArg: true, summary: "change an agent slot pool's limits now (starts the pool if it does not run)", flags: slotsSetFlags},
 }
 
 func eventsFlags(fs *flag.FlagSet, o *options) {
@@ -106,17 +123,47 @@ func jsonOnlyFlag(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table")
 }
 
+// taskPoolFlags: a task that waits for an agent slot.
+func taskPoolFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` the task's conductor waits for (none: it starts at once; a running workflow keeps its own)")
+	fs.DurationVar(&o.slotTimeout, "slot-timeout", 0, "with -pool: how long to wait in line before the attempt ends blocked (0: as long as it takes)")
+}
+
+func poolFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.pool, "pool", taskapi.DefaultSlotPool, "agent slot `pool`")
+}
+
+func slotsFlags(fs *flag.FlagSet, o *options) {
+	poolFlag(fs, o)
+	fs.BoolVar(&o.json, "json", false, "the pool's view as JSON")
+}
+
+func slotsSetFlags(fs *flag.FlagSet, o *options) {
+	poolFlag(fs, o)
+	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "how many conductors may run at once (required, 1 to 10000)")
+	fs.Func("max-total", "how many slots one run may be granted in all, `n` (0: no limit; default: keep the pool's)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
+		}
+		o.maxTotal = &n
+		return nil
+	})
+	fs.DurationVar(&o.checkEvery, "check-every", 0, "how often the pool looks whether its holders' workflows still run (default: keep the pool's)")
+}
+
 func runStartFlags(fs *flag.FlagSet, o *options) {
 	budgetFlags(fs, o)
 	fs.StringVar(&o.repo, "repo", "", "git repository `dir` (inside the worker's work root) the tasks work in, each on a worktree of its own")
 	fs.StringVar(&o.featureBranch, "feature-branch", "", "`branch` the tasks' branches merge into (default feature/<slug>)")
 	fs.BoolVar(&o.wait, "wait", false, "wait for the run to end and print its final status")
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` every task's conductor waits for (none: only the run's concurrency applies)")
 }
 
 // commandName joins a two-word command's second word to name when together
 // they name a command.
 func commandName(name string, rest []string) (string, []string) {
-	if lookup(name) == nil && len(rest) > 0 && lookup(name+" "+rest[0]) != nil {
+	if len(rest) > 0 && lookup(name+" "+rest[0]) != nil {
 		return name + " " + rest[0], rest[1:]
 	}
 	return name, rest
@@ -224,6 +271,10 @@ func parseArgs(args []string) (invocation, error) {
 		rest = left[1:]
 	}
 	if want := inv.cmd.wantArgs(); len(positional) != want {
+		if want == 0 {
+			return inv, &usageError{cmd: inv.cmd,
+				msg: fmt.Sprintf("%s takes no argument; got %q", inv.cmd.name, positional)}
+		}
 		what := "exactly one argument"
 		if want > 1 {
 			what = fmt.Sprintf("%d arguments", want)
@@ -231,7 +282,10 @@ func parseArgs(args []string) (invocation, error) {
 		return inv, &usageError{cmd: inv.cmd,
 			msg: fmt.Sprintf("%s takes %s, %s; got %d", inv.cmd.name, what, inv.cmd.arg, len(positional))}
 	}
-	inv.arg, inv.args = positional[0], positional
+	inv.args = positional
+	if len(positional) > 0 {
+		inv.arg = positional[0]
+	}
 	return inv, nil
 }
 
@@ -247,7 +301,7 @@ func printUsage(w io.Writer, c *command) {
 	if c != nil {
 		var o options
 		fs := commandFlags(c, &conn, &o)
-		fmt.Fprintf(w, "Usage: starter %s [flags] %s\n\n%s\n\nFlags (the connection's may also come before %q):\n", c.name, c.arg, c.summary, c.name)
+		fmt.Fprintf(w, "Usage: %s\n\n%s\n\nFlags (the connection's may also come before %q):\n", strings.TrimSpace("starter "+c.name+" [flags] "+c.arg), c.summary, c.name)
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 		return
@@ -283,5 +337,8 @@ func synopsis(c *command) string {
 			}
 		})
 	}
-	return strings.Join(append(parts, c.arg), " ")
+	if c.arg != "" {
+		parts = append(parts, c.arg)
+	}
+	return strings.Join(parts, " ")
 }

@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "run plan":
 		return printRunPlan(arg, stdin, stdout, inv.opts.templates)
 	}
+	if err := checkSlotFlags(inv); err != nil {
+		return err
+	}
 	conn, err := temporalconn.Load(inv.conn)
 	if err != nil {
 		return err
@@ -85,7 +88,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if err != nil {
 			return err
 		}
-		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d, Budget: budget}, stdout); err != nil {
+		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d, Budget: budget, Slots: slotRequest(inv.opts)}, stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -95,7 +98,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "abort":
 		return signalTask(ctx, cl, arg, taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}, stdout)
 	case "redispatch":
-		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, stdout); err != nil {
+		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, slotRequest(inv.opts), stdout); err != nil {
 			return err
 		}
 		if follow {
@@ -140,6 +143,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printEvents(ctx, cl, conn.TaskQueue, taskEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
 	case "run events":
 		return printEvents(ctx, cl, conn.TaskQueue, runEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
+	case "slots":
+		return showSlots(ctx, cl, inv.opts.pool, inv.opts.json, stdout)
+	case "slots set":
+		return setSlots(ctx, cl, conn.TaskQueue, inv.opts.pool, setRequest(inv.opts), stdout)
 	case "result":
 		var res taskapi.Result
 		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {
@@ -232,8 +239,10 @@ func signalTask(ctx context.Context, cl client.Client, taskID, name string, payl
 }
 
 // redispatch signals a running workflow; for a task whose workflow already
-// closed it starts a new one at the next attempt, with the same dispatch.
-func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, stdout io.Writer) error {
+// closed it starts a new one at the next attempt, with the same dispatch
+// (waiting for a slot of the pool given, if any: a running workflow keeps
+// its own).
+func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, slots *taskapi.SlotRequest, stdout io.Writer) error {
 	id := taskapi.WorkflowID(taskID)
 	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
@@ -246,7 +255,7 @@ func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason
 	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &prev); err != nil {
 		return fmt.Errorf("task %s: the last workflow did not end with a result to redispatch from: %w", taskID, err)
 	}
-	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1}, stdout)
+	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1, Slots: slots}, stdout)
 }
 
 func query(ctx context.Context, cl client.Client, taskID, name string, out any) error {

@@ -31,7 +31,8 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch, Budget: budget}
+	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
+		Budget: budget, Pool: inv.opts.pool}
 	id := runapi.WorkflowID(r.Slug)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,

@@ -39,6 +39,8 @@ type (
 	AttemptSummary   = taskapi.AttemptSummary
 	Status           = taskapi.Status
 	Result           = taskapi.Result
+	SlotRequest      = taskapi.SlotRequest
+	SlotStatus       = taskapi.SlotStatus
 )
 
 var (

@@ -22,6 +22,10 @@ import (
 // the workflow learns of the first phase promptly and a signal that came
 // meanwhile waits at most that long.
 func (r *taskRun) startAttempt() error {
+	if r.needsSlot() {
+		// No conductor starts before the pool grants the attempt a slot.
+		return r.acquireSlot()
+	}
 	a := &r.st.Current
 	var res activities.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)

@@ -47,6 +47,9 @@ func renderDetails(st *State) string {
 		}
 		b.WriteString("\n\n")
 	}
+	if w := slotWords(a); w != "" {
+		b.WriteString(w + "\n\n")
+	}
 	if a.Plan == nil {
 		b.WriteString("Preparing the plan.\n")
 		return b.String()

@@ -26,6 +26,9 @@ import (
 // waits for carried tasks by activity; run-sample-v2 after the run began
 // writing status.json before its first task, run-budget-block a run its
 // budget stopped, run-reopened an ended run reopened to skip a task.
+// slots-* are agent slots: a task that waited in line for its slot, a task
+// refused one by its timeout, and the pool that served them (recorded while
+// it still ran).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)

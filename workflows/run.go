@@ -227,6 +227,9 @@ func (r *runFlow) launch(id string) {
 		d.WorkingDir = t.Worktree
 	}
 	in := TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning, ReportSpend: r.in.Budget != nil}
+	if r.in.Pool != "" {
+		in.Slots = &SlotRequest{Pool: r.in.Pool, Run: r.run.Slug}
+	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            runapi.TaskWorkflowID(id),
 		TaskQueue:             r.in.TaskQueue,

@@ -71,8 +71,8 @@ type taskEnd struct {
 	Attempt int
 	// Completed: the attempt ended with the task completed.
 	Completed bool
-	// Final: looping again cannot help (aborted by a person, the workflow
-	// failed or was terminated).
+	// Final: looping again cannot help (aborted by a person, refused an
+	// agent slot by its pool, the workflow failed or was terminated).
 	Final   bool
 	Error   string
 	Summary string
@@ -100,7 +100,7 @@ func endOfResult(id string, attempt int, res Result) taskEnd {
 		e.Completed = true
 	default:
 		e.Error = firstNonBlank(res.Outcome.LastError, res.Outcome.BlockerReason, "task ended "+string(res.Outcome.TaskStatus))
-		e.Final = res.Outcome.LastError == mapping.MsgUserAbort
+		e.Final = res.Outcome.LastError == mapping.MsgUserAbort || res.Outcome.ErrorType == ErrorNoSlot
 	}
 	return e
 }

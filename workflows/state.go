@@ -13,6 +13,8 @@ import (
 type State struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
 	Tuning   *Tuning              `json:"tuning,omitempty"`
+	// Slots is the agent slot pool each attempt waits for, nil for none.
+	Slots *SlotRequest `json:"slots,omitempty"`
 	// Current is the attempt in progress; once the task ended, its last.
 	Current Attempt `json:"current"`
 	// Finished summarises every attempt that ended, oldest first (the last
@@ -61,6 +63,8 @@ type Attempt struct {
 	Events      int                     `json:"events,omitempty"`
 	// Job is the attempt's job-view tally as of the last checkpoint (job.go).
 	Job *jobview.Tally `json:"job,omitempty"`
+	// Slot is the attempt's agent slot, once it asked for one.
+	Slot *SlotHold `json:"slot,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

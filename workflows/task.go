@@ -48,6 +48,8 @@ type taskRun struct {
 	// on the earlier path (one activity per batch of events, then a local
 	// activity for its patches).
 	deliverInTail bool
+	// slotsOn: each attempt waits for an agent slot (slots.go).
+	slotsOn bool
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
 	searchPhase, searchPlan string
@@ -79,6 +81,9 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("invalid dispatch plan: %v", err), activities.ErrInvalidDispatch, err)
 	}
+	if err := validSlotRequest(in.Slots); err != nil {
+		return nil, err
+	}
 	attempt := in.Attempt
 	if attempt < 1 {
 		attempt = 1
@@ -92,6 +97,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	r.st = State{
 		Dispatch: in.Dispatch,
 		Tuning:   in.Tuning,
+		Slots:    in.Slots,
 		Current:  newAttempt(attempt, workflow.Now(ctx)),
 		Budget:   BudgetState{Budget: in.Budget, ReportSpend: in.ReportSpend},
 	}
@@ -139,6 +145,7 @@ func (r *taskRun) run() (Result, error) {
 	if !r.deliverInTail {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
+	r.slotsOn = r.useSlots()
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
@@ -301,6 +308,7 @@ func (r *taskRun) nextAttempt() {
 func (r *taskRun) endAttempt(ended, lastError string) {
 	metrics.AttemptEnded(workflow.GetMetricsHandler(r.ctx), ended)
 	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
+	r.releaseSlot(ended)
 }
 
 // addSignalReceivers makes sel note an abort or redispatch signal.
@@ -529,6 +537,7 @@ func (r *taskRun) status() Status {
 		StreamEvents:    r.st.Counts.StreamEvents,
 		StreamWarnings:  r.st.Counts.StreamWarnings,
 		StreamDropped:   r.st.Counts.StreamDropped,
+		Slot:            r.slotStatus(),
 	}
 	if r.st.Stream != nil {
 		s.Stream = r.st.Stream.RunID

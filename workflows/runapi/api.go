@@ -65,6 +65,10 @@ type RunInput struct {
 	TaskQueue string `json:"taskQueue,omitempty"`
 	// Tuning is handed to every task workflow.
 	Tuning *taskapi.Tuning `json:"tuning,omitempty"`
+	// Pool, when set, names the agent slot pool every task's conductor
+	// waits for (counted against the pool's max_total as this run); the
+	// tasks wait in line as long as it takes.
+	Pool string `json:"pool,omitempty"`
 	// ContinueAsNewAfter continues-as-new after this many task workflows
 	// were started in one run, besides Temporal's own suggestion (0: only
 	// the suggestion). Tests use it to exercise the hand-over with tasks

@@ -61,6 +61,10 @@ type TaskInput struct {
 	// ReportSpend: a task started by a run with a budget tells the run what
 	// its attempt has spent at each checkpoint.
 	ReportSpend bool `json:"reportSpend,omitempty"`
+	// Slots, when set, makes every attempt wait for a slot in an agent
+	// slot pool before its conductor starts, and give it back when the
+	// attempt ends. Without it the task starts at once, as always.
+	Slots *SlotRequest `json:"slots,omitempty"`
 	// Resume is the workflow's whole state, handed over by continue-as-new;
 	// empty on a fresh start. A client never sets it. It is kept as JSON
 	// here, so that clients do not link the worker's types; the workflow
@@ -70,6 +74,32 @@ type TaskInput struct {
 	// became a value of its own handed it over. It is only read: a run that
 	// receives it converts it and goes on.
 	Carry json.RawMessage `json:"carry,omitempty"`
+}
+
+// DefaultSlotPool is the pool a SlotRequest without a name joins.
+const DefaultSlotPool = "agents"
+
+// SlotRequest says which agent slot pool the task's conductors count in.
+type SlotRequest struct {
+	// Pool names the pool (default DefaultSlotPool): its workflow is
+	// karvi-slots-<pool>, shared by every task, run and worker naming it.
+	Pool string `json:"pool,omitempty"`
+	// Run is the run the task belongs to: the pool's max_total counts the
+	// slots granted per run. A run sets it for its tasks.
+	Run string `json:"run,omitempty"`
+	// Timeout bounds the wait in line; past it the attempt ends blocked.
+	// 0 waits as long as it takes.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// NoWait ends the attempt blocked at once when every slot is held.
+	NoWait bool `json:"noWait,omitempty"`
+}
+
+// PoolOrDefault is the pool's name.
+func (s *SlotRequest) PoolOrDefault() string {
+	if s == nil || s.Pool == "" {
+		return DefaultSlotPool
+	}
+	return s.Pool
 }
 
 // Tuning holds knobs that tests and benchmarks turn; zero values mean the
@@ -233,7 +263,33 @@ type Status struct {
 	StreamEvents   int    `json:"streamEvents,omitempty"`
 	StreamWarnings int    `json:"streamWarnings,omitempty"`
 	StreamDropped  int    `json:"streamDropped,omitempty"`
+
+	// Slot is where the attempt stands with its agent slot, when the task
+	// asked for one.
+	Slot *SlotStatus `json:"slot,omitempty"`
 }
+
+// SlotStatus is an attempt's agent slot as the status query shows it.
+type SlotStatus struct {
+	Pool string `json:"pool"`
+	// State is SlotWaiting, SlotHeld, SlotRefused or SlotReleased.
+	State string `json:"state"`
+	// Position is the place in line the pool gave when the attempt
+	// queued (1 is next); `starter slots` shows the line as it is now.
+	Position int `json:"position,omitempty"`
+	// Since is when the attempt asked.
+	Since time.Time `json:"since,omitzero"`
+	// Reason is the pool's refusal: max_concurrent, max_total, timeout.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Where an attempt stands with its slot (SlotStatus.State).
+const (
+	SlotWaiting  = "waiting"
+	SlotHeld     = "held"
+	SlotRefused  = "refused"
+	SlotReleased = "released"
+)
 
 // Result is what a task workflow returns when the task reaches its end.
 type Result struct {

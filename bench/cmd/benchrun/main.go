@@ -31,7 +31,7 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
-var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs"}
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots"}
 
 type step struct {
 	name string
@@ -146,6 +146,7 @@ func run() error {
 		{false, []step{{"rss", e.rss}}},
 		{false, []step{{"capacity", e.capacity}}},
 		{false, []step{{"runs", e.runs}}},
+		{false, []step{{"slots", e.slotsScenario}}},
 	}
 	for _, g := range groups {
 		var steps []step

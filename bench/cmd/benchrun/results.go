@@ -26,6 +26,7 @@ type Results struct {
 	RSS        []RSSResult        `json:"rss"`
 	Capacity   []CapacityLevel    `json:"capacity"`
 	Runs       []RunBench         `json:"runs"`
+	Slots      []SlotBench        `json:"slots"`
 }
 
 // GoBenchResult is one case of a one-core Go benchmark (a sub-benchmark of
@@ -280,6 +281,22 @@ func (r *Results) Markdown() string {
 			p("| %d | %d x %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %d | %d | %d | %d | %s |", x.Tasks, x.Tasks/x.Width, x.Width,
 				x.Concurrency, x.Status, x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max,
 				x.History.Events, x.History.Bytes/1024, x.History.Runs, x.History.MaxRunEvents, x.Error)
+		}
+	}
+	if len(r.Slots) > 0 {
+		p("")
+		p("## An agent slot pool serving a long line (default dev server)")
+		p("")
+		p("Every slot held by a task that hangs until the line has formed, then freed. " +
+			"Hand-off: from a release reaching the pool to the grant reaching the next waiter's workflow, as the server stamped both in history. " +
+			"Acquire: the acquire call, answered at once. Wait: acquire to grant (mostly the line itself). Seconds: the line draining.")
+		p("")
+		p("| tasks | max_concurrent | longest line | seconds | hand-off p50 ms | p99 ms | max ms | acquire p50 ms | p99 ms | wait p50 s | p99 s | pool history events | runs | error |")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, x := range r.Slots {
+			p("| %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |", x.Tasks, x.MaxConcurrent, x.PeakWaiters,
+				x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max, x.Acquire.P50, x.Acquire.P99, x.Wait.P50/1000, x.Wait.P99/1000,
+				x.PoolHistory.Events, x.PoolHistory.Runs, x.Error)
 		}
 	}
 	return b.String()

@@ -116,6 +116,7 @@ type task struct {
 	id         string
 	dispatch   mapping.DispatchPlan
 	tuning     *workflows.Tuning
+	slots      *workflows.SlotRequest // the pool it waits for, if any
 	eventsPath string
 	summary    mapping.PlanSummary
 	runID      string
@@ -261,7 +262,7 @@ func (r *rig) start(ctx context.Context, tasks []*task) error {
 				TaskQueue:                r.queue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning})
+			}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning, Slots: t.slots})
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("start %s: %w", t.id, err))

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/slots"
+	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// checkSlotFlags refuses slot flags that cannot work, before anything
+// reaches Temporal.
+func checkSlotFlags(inv invocation) error {
+	o := inv.opts
+	switch inv.cmd.name {
+	case "start", "redispatch", "run start":
+		if o.pool == "" {
+			if o.slotTimeout != 0 {
+				return &usageError{cmd: inv.cmd, msg: "-slot-timeout needs -pool"}
+			}
+			return nil
+		}
+		if err := slots.ValidPoolName(o.pool); err != nil {
+			return &usageError{cmd: inv.cmd, msg: "-pool: " + err.Error()}
+		}
+		if o.slotTimeout < 0 {
+			return &usageError{cmd: inv.cmd, msg: fmt.Sprintf("-slot-timeout %s must not be negative", o.slotTimeout)}
+		}
+	case "slots", "slots set":
+		if err := slots.ValidPoolName(o.pool); err != nil {
+			return &usageError{cmd: inv.cmd, msg: "-pool: " + err.Error()}
+		}
+		if inv.cmd.name != "slots set" {
+			return nil
+		}
+		if o.maxConcurrent == 0 {
+			return &usageError{cmd: inv.cmd, msg: "-max-concurrent is required"}
+		}
+		if err := setRequest(o).Validate(); err != nil {
+			return &usageError{cmd: inv.cmd, msg: strings.ReplaceAll(err.Error(), "\n", "; ")}
+		}
+	}
+	return nil
+}
+
+// slotRequest is a started task's slot request, nil without -pool.
+func slotRequest(o options) *taskapi.SlotRequest {
+	if o.pool == "" {
+		return nil
+	}
+	return &taskapi.SlotRequest{Pool: o.pool, Timeout: o.slotTimeout}
+}
+
+func setRequest(o options) slotapi.SetRequest {
+	return slotapi.SetRequest{MaxConcurrent: o.maxConcurrent, MaxTotal: o.maxTotal, CheckEvery: o.checkEvery}
+}
+
+// showSlots prints a pool's limits, holders and waiters.
+func showSlots(ctx context.Context, cl client.Client, pool string, asJSON bool, stdout io.Writer) error {
+	id := slotapi.WorkflowID(pool)
+	v, err := cl.QueryWorkflow(ctx, id, "", slotapi.QuerySlots)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fmt.Errorf("pool %s has no workflow (%s): no task asked it for a slot yet, and `starter slots set -pool %s` was never run", pool, id, pool)
+		}
+		return fmt.Errorf("query pool %s: %w", pool, err)
+	}
+	var view slotapi.View
+	if err := v.Get(&view); err != nil {
+		return fmt.Errorf("pool %s: %w", pool, err)
+	}
+	if asJSON {
+		return printJSON(stdout, view)
+	}
+	printSlots(stdout, view)
+	return nil
+}
+
+// setSlots changes a pool's limits, starting the pool with them when it
+// does not run yet, and prints the pool as it then stands.
+func setSlots(ctx context.Context, cl client.Client, taskQueue, pool string, req slotapi.SetRequest, stdout io.Writer) error {
+	in := slotapi.PoolInput{Pool: pool, CheckEvery: req.CheckEvery}
+	limits := slots.Limits{MaxConcurrent: req.MaxConcurrent}
+	if req.MaxTotal != nil {
+		limits.MaxTotal = *req.MaxTotal
+	}
+	in.Limits = &limits
+	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, taskQueue), slotapi.PoolWorkflowName, in),
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   slotapi.WorkflowID(pool),
+			UpdateName:   slotapi.UpdateSet,
+			Args:         []any{req},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var view slotapi.View
+	if err == nil {
+		err = h.Get(ctx, &view)
+	}
+	if err != nil {
+		return fmt.Errorf("pool %s: set: %w", pool, err)
+	}
+	fmt.Fprintf(stdout, "pool %s: %s\n", pool, limitsLine(view))
+	return nil
+}
+
+func limitsLine(v slotapi.View) string {
+	total := "no max_total"
+	if v.Limits.MaxTotal > 0 {
+		total = fmt.Sprintf("max_total %d per run", v.Limits.MaxTotal)
+	}
+	return fmt.Sprintf("max_concurrent %d, %s, holders checked every %s; %d held, %d waiting",
+		v.Limits.MaxConcurrent, total, v.CheckEvery, len(v.Holders), len(v.Waiters))
+}
+
+// printSlots draws a pool for a person: its limits, then its holders in
+// grant order and its waiters in line order, with how long each has been
+// there as of the pool's answer.
+func printSlots(w io.Writer, v slotapi.View) {
+	now := v.UpdatedAt
+	fmt.Fprintf(w, "pool %s: %s\n", v.Pool, limitsLine(v))
+	s := v.Stats
+	line := fmt.Sprintf("granted %d, released %d", s.Granted, s.Released)
+	if v.Dropped > 0 {
+		line += fmt.Sprintf(" (%d taken back from a closed workflow)", v.Dropped)
+	}
+	if s.Expired > 0 {
+		line += fmt.Sprintf(", %d lease expired", s.Expired)
+	}
+	var refused []string
+	for _, r := range []slots.Reason{slots.ReasonMaxConcurrent, slots.ReasonMaxTotal, slots.ReasonTimeout} {
+		if n := s.Refused[r]; n > 0 {
+			refused = append(refused, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(refused) > 0 {
+		line += ", refused: " + strings.Join(refused, ", ")
+	}
+	if s.Cancelled > 0 {
+		line += fmt.Sprintf(", %d stopped waiting", s.Cancelled)
+	}
+	fmt.Fprintln(w, line)
+
+	fmt.Fprintln(w)
+	if len(v.Holders) == 0 {
+		fmt.Fprintln(w, "no slot held")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "HOLDER\tATTEMPT\tRUN\tSINCE")
+		for _, h := range v.Holders {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", h.Task, h.Attempt, dash(h.Run), since(h.Since, now))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if len(v.Waiters) == 0 {
+		fmt.Fprintln(w, "nobody waiting")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINE\tTASK\tATTEMPT\tRUN\tWAITING SINCE\tTIMEOUT")
+	for _, x := range v.Waiters {
+		timeout := "none"
+		if x.Timeout > 0 {
+			timeout = fmt.Sprintf("%s (%s left)", x.Timeout, x.Deadline.Sub(now).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", x.Position, x.Task, x.Attempt, dash(x.Run), since(x.Since, now), timeout)
+	}
+	tw.Flush()
+}
+
+func since(t, now time.Time) string {
+	return fmt.Sprintf("%s (%s)", t.UTC().Format("15:04:05"), now.Sub(t).Round(time.Second))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

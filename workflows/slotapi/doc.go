@@ -1,0 +1,6 @@
+// Package slotapi is the public face of an agent slot pool's workflow
+// (SlotPoolWorkflow, one per pool, id karvi-slots-<pool>): its names, its
+// input, the requests its updates take, the signals it receives and sends,
+// and its query's answer. Clients (the starter, the temporal CLI) and the
+// task workflow use it; it links nothing of the worker.
+package slotapi
