@@ -112,6 +112,7 @@ func run(c config) error {
 	}
 	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
+	w.RegisterActivity(&activities.IntentActivities{Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
 		"workRoot", layout.Root(), "conductor", c.conductor, "sink", c.sinkKind)
 	if err := w.Start(); err != nil {

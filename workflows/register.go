@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/workflows/intentapi"
 	"karvi-edda-temporal/workflows/runapi"
 )
 
@@ -13,4 +14,5 @@ import (
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(IntentFireWorkflow, workflow.RegisterOptions{Name: intentapi.FireWorkflowName})
 }
