@@ -17,11 +17,17 @@ import (
 type command struct {
 	name, arg, summary string
 	flags              func(fs *flag.FlagSet, o *options)
-	// nargs is how many arguments arg names (default one).
-	nargs int
+	// nargs is how many arguments arg names (default one); noArgs: none.
+	nargs  int
+	noArgs bool
 }
 
-func (c *command) wantArgs() int { return max(c.nargs, 1) }
+func (c *command) wantArgs() int {
+	if c.noArgs {
+		return 0
+	}
+	return max(c.nargs, 1)
+}
 
 // options are the subcommands' own flags.
 type options struct {
@@ -33,6 +39,7 @@ type options struct {
 	reason        string
 	templates     string
 	attempt       int
+	sched         scheduleOptions
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -78,6 +85,14 @@ var commands = []*command{
 	{name: "run skip", arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
 	{name: "run retry", arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
 	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
+	{name: "schedule create", arg: "<dispatch.json|run.json|->", summary: "an intent: fire a task or a run once (-run-at) or on a -cron, until it converges",
+		flags: scheduleCreateFlags},
+	{name: "schedule list", noArgs: true, summary: "every intent: target, when, next fires, runs, last outcome, state", flags: scheduleListFlags},
+	{name: "schedule update", arg: "<name>", summary: "change an intent's timing, limits, condition or target", flags: scheduleUpdateFlags},
+	{name: "schedule trigger", arg: "<name>", summary: "fire an intent now"},
+	{name: "schedule pause", arg: "<name>", summary: "stop an intent from firing", flags: reasonFlag},
+	{name: "schedule unpause", arg: "<name>", summary: "let a paused intent, or one in error, fire again", flags: reasonFlag},
+	{name: "schedule cancel", arg: "<name>", summary: "delete an intent and stop its fire (its target runs on)", flags: reasonFlag},
 }
 
 func runStartFlags(fs *flag.FlagSet, o *options) {
@@ -201,10 +216,15 @@ func parseArgs(args []string) (invocation, error) {
 		if want > 1 {
 			what = fmt.Sprintf("%d arguments", want)
 		}
-		return inv, &usageError{cmd: inv.cmd,
-			msg: fmt.Sprintf("%s takes %s, %s; got %d", inv.cmd.name, what, inv.cmd.arg, len(positional))}
+		msg := fmt.Sprintf("%s takes %s, %s; got %d", inv.cmd.name, what, inv.cmd.arg, len(positional))
+		if want == 0 {
+			msg = fmt.Sprintf("%s takes no argument; got %d", inv.cmd.name, len(positional))
+		}
+		return inv, &usageError{cmd: inv.cmd, msg: msg}
 	}
-	inv.arg, inv.args = positional[0], positional
+	if len(positional) > 0 {
+		inv.arg, inv.args = positional[0], positional
+	}
 	return inv, nil
 }
 
@@ -241,13 +261,21 @@ func printUsage(w io.Writer, c *command) {
 }
 
 // synopsis is c's command line with its own flags, e.g.
-// "abort [-reason reason] <taskId>".
+// "abort [-reason reason] <taskId>"; a command with many flags shows
+// "[flags]" (its -h lists them).
+const maxSynopsisFlags = 4
+
 func synopsis(c *command) string {
 	parts := []string{c.name}
 	if c.flags != nil {
 		var o options
 		fs := flagSet(c.name)
 		c.flags(fs, &o)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > maxSynopsisFlags {
+			return strings.Join(append(parts, "[flags]", c.arg), " ")
+		}
 		fs.VisitAll(func(f *flag.Flag) {
 			if name, _ := flag.UnquoteUsage(f); name != "" {
 				parts = append(parts, fmt.Sprintf("[-%s %s]", f.Name, name))
@@ -256,5 +284,5 @@ func synopsis(c *command) string {
 			}
 		})
 	}
-	return strings.Join(append(parts, c.arg), " ")
+	return strings.TrimSpace(strings.Join(append(parts, c.arg), " "))
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -62,6 +63,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printPlan(arg, stdin, stdout, inv.opts.templates, inv.opts.attempt)
 	case "run plan":
 		return printRunPlan(arg, stdin, stdout, inv.opts.templates)
+	}
+	if strings.HasPrefix(cmd, "schedule ") {
+		return scheduleCommand(ctx, inv, stdin, stdout)
 	}
 	conn, err := temporalconn.Load(inv.conn)
 	if err != nil {
