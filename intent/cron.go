@@ -2,7 +2,6 @@ package intent
 
 import (
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -284,55 +283,96 @@ func (c *Cron) yearOK(y int) bool {
 func has(set uint64, v int) bool { return set&(1<<v) != 0 }
 
 // Next is the first time after `after` that the expression names, read in
-// loc; zero when there is none before the end of 2100. Like the server it
-// matches the wall clock: a time a daylight-saving jump skips never comes,
-// and one it repeats comes twice.
+// loc; zero when there is none before the end of 2100. It walks the wall
+// clock field by field as the server's calendar does, so that both name the
+// same times, daylight-saving quirks included: a time a jump forward skips
+// never comes; a time a jump back repeats comes once, at its later instant,
+// unless the expression matches the hour before the repeat and the walk
+// passes through it (then both copies come).
 func (c *Cron) Next(after time.Time, loc *time.Location) time.Time {
 	if c.every > 0 {
 		return c.nextEvery(after)
 	}
-	after = after.Truncate(time.Second)
-	t := hourStart(after, loc)
+	w := after.In(loc)
+	y, mo, d := w.Date()
+	h, m, s := w.Clock()
+	// shift is one hour while the walk is in the first copy of a repeated
+	// hour: time.Date names the later copy, and the walk goes through the
+	// hour before it instead.
+	var shift time.Duration
+	if w.Add(-time.Hour).Hour() == h {
+		shift = time.Hour // after lies in the second copy
+	}
+	s++
+walk:
 	for {
-		w := t.In(loc)
-		y, mo, d := w.Date()
+		if s >= 60 {
+			m, s = m+1, 0
+		}
+		if m >= 60 {
+			prev := time.Date(y, mo, d, h, 0, 0, 0, loc)
+			h, m = h+1, 0
+			if next := time.Date(y, mo, d, h, 0, 0, 0, loc); shift == 0 && next.Sub(prev) > time.Hour {
+				h, shift = h-1, time.Hour // the walk skipped the first copy of a repeated hour
+			} else {
+				shift = 0
+			}
+		}
+		if h >= 24 {
+			d, h = d+1, 0
+		}
+		if d > daysIn(mo, y) {
+			mo, d = mo+1, 1
+		}
+		if mo > time.December {
+			y, mo = y+1, time.January
+		}
 		switch {
 		case y > maxYear:
 			return time.Time{}
 		case !c.yearOK(y):
-			t = dayStart(y+1, time.January, 1, loc)
-			continue
-		case !has(c.month, int(mo)):
-			t = dayStart(y, mo+1, 1, loc)
-			continue
-		case !has(c.dom, d) || !has(c.dow, int(w.Weekday())):
-			t = dayStart(y, mo, d+1, loc)
-			continue
+			y, mo, d, h, m, s, shift = y+1, time.January, 1, 0, 0, 0, 0
+			continue walk
 		}
-		if has(c.hour, w.Hour()) {
-			if next, ok := c.inHour(t, after); ok {
-				return next
+		for !has(c.month, int(mo)) {
+			mo, d, h, m, s, shift = mo+1, 1, 0, 0, 0, 0
+			if mo > time.December {
+				continue walk
 			}
 		}
-		// Adding an hour to an instant walks the wall clock through a
-		// repeated hour twice and over a skipped one not at all.
-		t = t.Add(time.Hour)
+		for !has(c.dom, d) || !has(c.dow, int(time.Date(y, mo, d, h, m, s, 0, loc).Weekday())) {
+			d, h, m, s, shift = d+1, 0, 0, 0, 0
+			if d > daysIn(mo, y) {
+				continue walk
+			}
+		}
+		for !has(c.hour, h) {
+			h, m, s, shift = h+1, 0, 0, 0
+			if h >= 24 {
+				continue walk
+			}
+		}
+		for !has(c.minute, m) {
+			if m, s = m+1, 0; m >= 60 {
+				continue walk
+			}
+		}
+		for !has(c.second, s) {
+			if s++; s >= 60 {
+				continue walk
+			}
+		}
+		at := time.Date(y, mo, d, h, m, s, 0, loc)
+		if at.Hour() != h {
+			h, m, s = h+1, 0, 0 // a jump forward skipped this hour
+			continue walk
+		}
+		return at.Add(shift)
 	}
 }
 
-// inHour is the first matching minute and second of the hour starting at
-// t that lies after `after`.
-func (c *Cron) inHour(t, after time.Time) (time.Time, bool) {
-	for mins := c.minute; mins != 0; mins &= mins - 1 {
-		m := bits.TrailingZeros64(mins)
-		for secs := c.second; secs != 0; secs &= secs - 1 {
-			s := bits.TrailingZeros64(secs)
-			if at := t.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second); at.After(after) {
-				return at, true
-			}
-		}
-	}
-	return time.Time{}, false
+func daysIn(m time.Month, y int) int {
+	return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 func (c *Cron) nextEvery(after time.Time) time.Time {
@@ -346,17 +386,4 @@ func (c *Cron) nextEvery(after time.Time) time.Time {
 		return time.Time{}
 	}
 	return next
-}
-
-// hourStart is the instant at which the wall-clock hour holding t began.
-func hourStart(t time.Time, loc *time.Location) time.Time {
-	w := t.In(loc)
-	return t.Add(-time.Duration(w.Minute())*time.Minute - time.Duration(w.Second())*time.Second - time.Duration(w.Nanosecond()))
-}
-
-// dayStart is the first instant of a day in loc (time.Date normalizes
-// month and day overflow); where midnight does not exist, the hour it
-// jumped to.
-func dayStart(y int, mo time.Month, d int, loc *time.Location) time.Time {
-	return hourStart(time.Date(y, mo, d, 0, 0, 0, 0, loc), loc)
 }

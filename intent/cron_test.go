@@ -1,6 +1,7 @@
 package intent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,21 +97,36 @@ func TestCronNext(t *testing.T) {
 	}
 }
 
-// Fall back in Paris: 02:30 comes twice on 25 October 2026, an hour apart,
-// and both fire, as the server's calendar does.
-func TestCronRepeatedHourFiresTwice(t *testing.T) {
+// Fall back in Paris: the wall clock goes through 02:00-02:59 twice on 25
+// October 2026. As on the server (the e2e suite compares), a daily 02:30
+// fires once, at the later instant; an expression that walks into the
+// repeated hour from the one before fires at the start of its first copy,
+// then goes on in the second.
+func TestCronRepeatedHour(t *testing.T) {
 	paris := mustZone(t, "Europe/Paris")
-	cron, err := ParseCron("30 2 * * *")
+	daily, err := ParseCron("30 2 * * *")
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := cron.Next(time.Date(2026, 10, 25, 0, 0, 0, 0, time.UTC), paris)
-	second := cron.Next(first, paris)
-	if first.Sub(second) != -time.Hour || first.In(paris).Hour() != 2 || second.In(paris).Hour() != 2 {
-		t.Fatalf("got %s and %s", first, second)
+	got := daily.Next(time.Date(2026, 10, 24, 12, 0, 0, 0, time.UTC), paris)
+	if want := time.Date(2026, 10, 25, 1, 30, 0, 0, time.UTC); !got.Equal(want) {
+		t.Fatalf("daily: %s, want %s", got, want)
 	}
-	if third := cron.Next(second, paris); third.Sub(second) != 24*time.Hour {
-		t.Fatalf("after the repeat: %s", third)
+	if next := daily.Next(got, paris); next.Sub(got) != 24*time.Hour {
+		t.Fatalf("after the repeat: %s", next)
+	}
+	half, err := ParseCron("*/30 * * * *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk []string
+	at := time.Date(2026, 10, 24, 23, 15, 0, 0, time.UTC) // 01:15 CEST
+	for range 6 {
+		at = half.Next(at, paris)
+		walk = append(walk, at.In(paris).Format("15:04 MST"))
+	}
+	if fmt.Sprint(walk) != "[01:30 CEST 02:00 CEST 02:30 CET 03:00 CET 03:30 CET 04:00 CET]" {
+		t.Fatalf("every half hour: %v", walk)
 	}
 }
 
