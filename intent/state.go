@@ -153,10 +153,15 @@ type Admission struct {
 //     the newest CatchUp run; the others are over the bound (skipped, or
 //     folded into the deferred fire);
 //   - a person's trigger (a time that is not one of the intent's) always
-//     runs.
+//     runs (the starter refuses one while a fire is under way).
 func Admit(st State, s Spec, times Times, nominal, now time.Time) Admission {
+	if !times.Matches(nominal) {
+		// A trigger: its time is the moment it was asked for, to the
+		// second, so it may look due while the fire before it ended.
+		return Admission{Run: true, Kind: FireManual, Fresh: true}
+	}
 	if !st.BusyUntil.IsZero() && !nominal.Before(st.BusySince) && !nominal.After(st.BusyUntil) {
-		return Admission{Result: ResultOverlap, Kind: kindOf(times, nominal, now, 0)}
+		return Admission{Result: ResultOverlap, Kind: kindOf(nominal, now, 0)}
 	}
 	fresh := st.BusyUntil.IsZero() || nominal.After(st.BusyUntil)
 	// The backlog a fire belongs to ends where its stretch began: fire
@@ -166,21 +171,17 @@ func Admit(st State, s Spec, times Times, nominal, now time.Time) Admission {
 		end = st.BusySince.Add(-time.Nanosecond)
 	}
 	newer := times.Count(nominal, end, s.CatchUp)
-	kind := kindOf(times, nominal, now, newer)
-	if kind == FireManual {
-		return Admission{Run: true, Kind: kind, Fresh: fresh}
-	}
+	kind := kindOf(nominal, now, newer)
 	if newer >= s.CatchUp {
 		return Admission{Result: ResultOverflow, Kind: kind, Newer: newer, Fresh: fresh}
 	}
 	return Admission{Run: true, Kind: kind, Newer: newer, Fresh: fresh}
 }
 
-func kindOf(times Times, nominal, now time.Time, newer int) FireKind {
-	switch {
-	case !times.Matches(nominal):
-		return FireManual
-	case newer > 0 || now.Sub(nominal) > lateAfter:
+// kindOf labels a scheduled fire: late when a later time has come, or when
+// it starts well after its own.
+func kindOf(nominal, now time.Time, newer int) FireKind {
+	if newer > 0 || now.Sub(nominal) > lateAfter {
 		return FireCatchUp
 	}
 	return FireScheduled

@@ -141,8 +141,14 @@ func TestAdmitWorkerDownBacklog(t *testing.T) {
 func TestAdmitManualAndCatchUpKinds(t *testing.T) {
 	spec, times := every10s(t, 1, OverflowSkip)
 	st := State{}
-	if a := Admit(st, spec, times, at(13), at(13)); !a.Run || a.Kind != FireManual {
+	if a := Admit(st, spec, times, at(13), at(13)); !a.Run || a.Kind != FireManual || !a.Fresh {
 		t.Fatalf("a trigger: %+v", a)
+	}
+	// Its time is truncated to the second: asked for in the second the
+	// previous fire ended, it still runs.
+	busy := State{BusySince: at(11), BusyUntil: at(13).Add(300 * time.Millisecond)}
+	if a := Admit(busy, spec, times, at(13), at(13).Add(500*time.Millisecond)); !a.Run || a.Kind != FireManual {
+		t.Fatalf("a trigger right after a fire: %+v", a)
 	}
 	if a := Admit(st, spec, times, at(10), at(15)); !a.Run || a.Kind != FireScheduled {
 		t.Fatalf("a little late: %+v", a)
