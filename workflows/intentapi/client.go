@@ -38,7 +38,8 @@ type View struct {
 	Status intent.Status `json:"status"`
 	// Note is the schedule's note: why it is paused.
 	Note string `json:"note,omitempty"`
-	// Next are the schedule's next fire times, as the server has them.
+	// Next are the schedule's next fire times, as the server has them;
+	// none while it is paused.
 	Next []time.Time `json:"next,omitempty"`
 	// State is the intent's state: the running fire's, else the last
 	// completed fire's.
@@ -212,6 +213,9 @@ func (x *Intents) Get(ctx context.Context, name string) (View, error) {
 		MissedCatchUpWindow: desc.Info.NumActionsMissedCatchupWindow,
 		State:               intent.State{Status: intent.StatusActive},
 	}
+	if desc.Schedule.State.Paused {
+		v.Next = nil // the spec's times go on, but a paused schedule takes none
+	}
 	if desc.Schedule.Policy != nil {
 		v.CatchUpWindow = intent.Duration(desc.Schedule.Policy.CatchupWindow)
 	}
@@ -305,7 +309,7 @@ func (x *Intents) Pause(ctx context.Context, name, note string) error {
 		return err
 	}
 	if st := intent.StatusOf(desc.Schedule.State.Paused, desc.Schedule.State.Note); st != intent.StatusActive {
-		return fmt.Errorf("intent %s is %s already (%s)", name, st, desc.Schedule.State.Note)
+		return fmt.Errorf("intent %s is not active: %s", name, desc.Schedule.State.Note)
 	}
 	return x.notFound(name, x.handle(ctx, name).Pause(ctx, client.SchedulePauseOptions{Note: note}))
 }
@@ -345,9 +349,11 @@ func (x *Intents) Trigger(ctx context.Context, name string) error {
 	if r := desc.Info.RunningWorkflows; len(r) > 0 {
 		return fmt.Errorf("intent %s is firing (%s): trigger it again once that fire ends", name, r[0].WorkflowID)
 	}
-	switch st := intent.StatusOf(desc.Schedule.State.Paused, desc.Schedule.State.Note); st {
-	case intent.StatusError, intent.StatusConverged:
-		return fmt.Errorf("intent %s is %s (%s): unpause it first", name, st, desc.Schedule.State.Note)
+	switch intent.StatusOf(desc.Schedule.State.Paused, desc.Schedule.State.Note) {
+	case intent.StatusError:
+		return fmt.Errorf("intent %s is in error (%s): update it if need be, and unpause it first", name, desc.Schedule.State.Note)
+	case intent.StatusConverged:
+		return fmt.Errorf("intent %s has converged (%s): cancel it and create it anew", name, desc.Schedule.State.Note)
 	}
 	return x.notFound(name, x.handle(ctx, name).Trigger(ctx, client.ScheduleTriggerOptions{}))
 }
