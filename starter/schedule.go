@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"strconv"
 	"strings"
 	"syscall"
@@ -264,13 +265,14 @@ func printSpec(w io.Writer, s intent.Spec, now time.Time) {
 		}
 		fmt.Fprintf(w, "  next     %s\n", orDash(strings.Join(next, ", ")))
 	}
-	until := "-"
+	stops := "after " + plural(s.MaxRuns, "run")
 	if s.Until != nil {
-		until = s.Until.String()
+		stops = "once " + s.Until.String() + " holds after a run, or " + stops
 	}
-	fmt.Fprintf(w, "  stops    after %d runs, until %s, or after %d failed fires in a row (backoff from %s, at most %s)\n",
-		s.MaxRuns, until, s.MaxErrors, s.MinInterval.D(), intent.MaxBackoff)
-	fmt.Fprintf(w, "  catch-up %d missed fires, overflow %s (catch-up window %s)\n", s.CatchUp, s.Overflow, s.CatchUpWindow(now))
+	fmt.Fprintf(w, "  stops    %s; in error after %s in a row (backoff from %s, at most %s)\n",
+		stops, plural(s.MaxErrors, "failed fire"), s.MinInterval.D(), intent.MaxBackoff)
+	fmt.Fprintf(w, "  catch-up at most %s after downtime, the rest: %s (catch-up window %s)\n",
+		plural(s.CatchUp, "missed fire"), s.Overflow, s.CatchUpWindow(now))
 	fmt.Fprintf(w, "  owner    %s\n", s.Owner)
 }
 
@@ -359,7 +361,17 @@ func whoAmI() string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
 	return intent.DefaultOwner
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func suffix(reason string) string {

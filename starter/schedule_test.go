@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/intent"
 )
 
 func TestScheduleFlagsParse(t *testing.T) {
@@ -86,4 +88,21 @@ func TestHostZoneIsANamedZone(t *testing.T) {
 	t.Setenv("TZ", "Not/AZone")
 	require.NotEqual(t, "Not/AZone", hostZone())
 	require.NotEqual(t, "Local", hostZone())
+}
+
+func TestPrintSpec(t *testing.T) {
+	target, err := readTarget("../testdata/sample/dispatch.json", nil)
+	require.NoError(t, err)
+	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	spec, err := intent.Build(intent.Request{Name: "nightly", Target: target, Cron: "0 2 * * *", TimeZone: "Europe/Paris",
+		Until: "task_completed", Owner: "ana"}, now)
+	require.NoError(t, err)
+	var b strings.Builder
+	printSpec(&b, spec, now)
+	require.Equal(t, `  fires    task T5 (Add user authentication with JWT.), cron 0 2 * * * in Europe/Paris
+  next     2026-03-02 02:00:00 CET, 2026-03-03 02:00:00 CET, 2026-03-04 02:00:00 CET
+  stops    once task_completed holds after a run, or after 10000 runs; in error after 3 failed fires in a row (backoff from 1m0s, at most 1h0m0s)
+  catch-up at most 1 missed fire after downtime, the rest: skip (catch-up window 24h0m0s)
+  owner    ana
+`, b.String())
 }
