@@ -299,9 +299,6 @@ func listIntents(ctx context.Context, x *intentapi.Intents, stdout io.Writer, as
 		if err != nil {
 			loc = time.UTC
 		}
-		if v.Spec.Cron == "" {
-			zone = "UTC"
-		}
 		if v.Status == intent.StatusActive && len(v.Next) > 0 {
 			var ts []string
 			for _, at := range v.Next[:min(2, len(v.Next))] {
