@@ -163,8 +163,10 @@ func (f *fire) runTarget(rec *intent.FireRecord) (stop bool, err error) {
 		}
 		if problem == "" {
 			rec.Result, rec.Error, rec.Target = intent.ResultRan, "", o.WorkflowID
-			rec.Outcome = strings.TrimSpace(rec.Outcome + "; " + o.String())
-			rec.Outcome = strings.TrimPrefix(rec.Outcome, "; ")
+			if rec.Outcome != "" {
+				rec.Outcome += "; " // after what a deferred run stands for
+			}
+			rec.Outcome += o.String()
 			if f.st.Ran(f.spec, o) {
 				return true, f.pause(intent.ConvergedNote(f.st.Reason))
 			}
