@@ -53,7 +53,7 @@ unit:
 # Each target's output is kept and shown only when it fails.
 fuzz:
 	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
-	for pkg in ./mapping/ ./mapping/redact/ ./runplan/ ./runstatus/ ./canonical/ ./jobview/ ./slots/; do \
+	for pkg in ./mapping/ ./mapping/redact/ ./runplan/ ./runstatus/ ./canonical/ ./jobview/ ./slots/ ./intent/; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
 	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || { cat $$log; exit 1; }; \

@@ -52,6 +52,7 @@ type options struct {
 	maxConcurrent int
 	maxTotal      *int
 	checkEvery    time.Duration
+	sched         scheduleOptions
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -106,6 +107,14 @@ var commands = []*command{
 	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "slots", noArg: true, summary: "an agent slot pool's limits, holders and waiters", flags: slotsFlags},
 	{name: "slots set", noArg: true, summary: "change an agent slot pool's limits now (starts the pool if it does not run)", flags: slotsSetFlags},
+	{name: "schedule create", arg: "<dispatch.json|run.json|->", summary: "an intent: fire a task or a run once (-run-at) or on a -cron, until it converges",
+		flags: scheduleCreateFlags},
+	{name: "schedule list", noArg: true, summary: "every intent: target, when, next fires, runs, last outcome, state", flags: scheduleListFlags},
+	{name: "schedule update", arg: "<name>", summary: "change an intent's timing, limits, condition or target", flags: scheduleUpdateFlags},
+	{name: "schedule trigger", arg: "<name>", summary: "fire an intent now"},
+	{name: "schedule pause", arg: "<name>", summary: "stop an intent from firing", flags: reasonFlag},
+	{name: "schedule unpause", arg: "<name>", summary: "let a paused intent, or one in error, fire again", flags: reasonFlag},
+	{name: "schedule cancel", arg: "<name>", summary: "delete an intent and stop its fire (its target runs on)", flags: reasonFlag},
 }
 
 func eventsFlags(fs *flag.FlagSet, o *options) {
@@ -322,13 +331,21 @@ func printUsage(w io.Writer, c *command) {
 }
 
 // synopsis is c's command line with its own flags, e.g.
-// "abort [-reason reason] <taskId>".
+// "abort [-reason reason] <taskId>"; a command with many flags shows
+// "[flags]" (its -h lists them).
+const maxSynopsisFlags = 4
+
 func synopsis(c *command) string {
 	parts := []string{c.name}
 	if c.flags != nil {
 		var o options
 		fs := flagSet(c.name)
 		c.flags(fs, &o)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > maxSynopsisFlags {
+			return strings.Join(append(parts, "[flags]", c.arg), " ")
+		}
 		fs.VisitAll(func(f *flag.Flag) {
 			if name, _ := flag.UnquoteUsage(f); name != "" {
 				parts = append(parts, fmt.Sprintf("[-%s %s]", f.Name, name))

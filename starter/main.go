@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -65,6 +66,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	}
 	if err := checkSlotFlags(inv); err != nil {
 		return err
+	}
+	if strings.HasPrefix(cmd, "schedule ") {
+		return scheduleCommand(ctx, inv, stdin, stdout)
 	}
 	conn, err := temporalconn.Load(inv.conn)
 	if err != nil {

@@ -140,6 +140,7 @@ func run(c config) error {
 	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec})
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&activities.SlotActivities{Temporal: cl})
+	w.RegisterActivity(&activities.IntentActivities{Temporal: cl})
 	logger.Info("worker starting", "temporal", conn,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
 	if err := w.Start(); err != nil {
