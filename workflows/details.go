@@ -34,6 +34,9 @@ func renderDetails(st *State) string {
 	br := &a.Brief.Brief
 	var b strings.Builder
 	b.WriteString(fmt.Sprintf("**%s** · attempt %d · %s", st.Dispatch.TaskID, a.N, stageWords(a.Stage)))
+	if a.Host != "" {
+		b.WriteString(" on host " + a.Host)
+	}
 	if st.TaskStatus != "" {
 		b.WriteString(fmt.Sprintf(" · task %s", st.TaskStatus))
 	}
