@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
 )
@@ -21,6 +22,7 @@ type config struct {
 	codecAddr                      string
 	pprofAddr                      string
 	eventsDir                      string
+	host                           string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -42,6 +44,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
 	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
 	{"events-dir", "KARVI_EDDA_EVENTS_DIR"},
+	{"host", "KARVI_EDDA_HOST"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -76,6 +79,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")
 	fs.StringVar(&c.eventsDir, "events-dir", "", "`directory` of the tasks' canonical event streams, one <run_id>.jsonl per task (default <work-root>/events)")
+	fs.StringVar(&c.host, "host", "", "`name` of this worker's machine in a fleet: it also polls <task-queue>@<name>, where the activities of the conductors it starts go (default the hostname)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -108,6 +112,11 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.sinkKind != "file" && c.sinkKind != "karvi" {
 		return c, fmt.Errorf("-sink (KARVI_EDDA_SINK) must be file or karvi, got %q", c.sinkKind)
+	}
+	if c.host != "" {
+		if err := fleet.CheckHost(c.host); err != nil {
+			return c, fmt.Errorf("-host (KARVI_EDDA_HOST): %w", err)
+		}
 	}
 	return c, nil
 }

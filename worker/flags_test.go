@@ -48,6 +48,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_CODEC_ADDR":                 "127.0.0.1:1",
 		"KARVI_EDDA_PPROF_ADDR":                 "127.0.0.1:2",
 		"KARVI_EDDA_EVENTS_DIR":                 "/env/events",
+		"KARVI_EDDA_HOST":                       "env-host",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -56,7 +57,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1",
 		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
 		maxActivities: 700, registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
-		eventsDir: "/env/events",
+		eventsDir: "/env/events", host: "env-host",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1",
 		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s", "-max-activities", "900",
 		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
-		"-events-dir", "/flag/events",
+		"-events-dir", "/flag/events", "-host", "flag-host",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -78,7 +79,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1",
 		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
 		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
-		eventsDir: "/flag/events",
+		eventsDir: "/flag/events", host: "flag-host",
 	}, c)
 }
 
@@ -95,6 +96,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"-tail-linger", "x"}, want: []string{"-tail-linger"}},
 		{args: []string{"-no-such-flag"}, want: []string{"-no-such-flag"}},
 		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
+		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args, getenv(c.env))

@@ -109,7 +109,12 @@ func run(c config) error {
 		defer shutdown()
 	}
 
-	w := worker.New(cl, conn.TaskQueue, worker.Options{MaxConcurrentActivityExecutionSize: c.maxActivities})
+	host, err := hostOf(c)
+	if err != nil {
+		return err
+	}
+	opts := workerOptions(c, host)
+	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
 	cfg := activities.Config{
 		WorkRoot:   layout.Root(),
@@ -119,18 +124,28 @@ func run(c config) error {
 		TailLinger: c.tailLinger,
 		TailPoll:   c.tailPoll,
 		EventsDir:  eventsDir,
+		Host:       host,
 	}
-	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: s})
+	acts := &activities.Activities{Config: cfg, Sink: s}
+	w.RegisterActivity(acts)
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
-	logger.Info("worker starting", "temporal", conn,
+	hw := newHostWorker(cl, conn.TaskQueue, host, opts, acts)
+	logger.Info("worker starting", "temporal", conn, "host", host,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
+	if err := hw.Start(); err != nil {
+		return fmt.Errorf("start the worker of host %s: %w", host, err)
+	}
 	if err := w.Start(); err != nil {
+		hw.Stop()
 		return fmt.Errorf("start worker: %w", err)
 	}
+	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
 	<-ctx.Done()
-	// Stopping the worker leaves every conductor running: they are detached
-	// on purpose, and the next worker re-attaches to them.
-	w.Stop()
+	// Stopping the workers leaves every conductor running: they are
+	// detached on purpose, and the next worker of this host re-attaches to
+	// them.
+	stopAll(hw, w)
+	<-swept
 	return nil
 }
 
