@@ -34,9 +34,6 @@ func renderDetails(st *State) string {
 	br := &a.Brief.Brief
 	var b strings.Builder
 	b.WriteString(fmt.Sprintf("**%s** · attempt %d · %s", st.Dispatch.TaskID, a.N, stageWords(a.Stage)))
-	if a.Host != "" {
-		b.WriteString(" on host " + a.Host)
-	}
 	if st.TaskStatus != "" {
 		b.WriteString(fmt.Sprintf(" · task %s", st.TaskStatus))
 	}
@@ -55,6 +52,9 @@ func renderDetails(st *State) string {
 		return b.String()
 	}
 	b.WriteString(fmt.Sprintf("plan `%s`", a.PlanName()))
+	if a.Host != "" {
+		b.WriteString(" on host " + a.Host)
+	}
 	if br.CurrentPhase != "" && a.Stage == StageRunning {
 		b.WriteString(fmt.Sprintf(" · current phase **%s**", br.CurrentPhase))
 	}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
 )
@@ -231,6 +232,8 @@ func TestRedispatchWhileTheHostIsLostStartsOneAttempt(t *testing.T) {
 }
 
 func TestRenderDetailsNamesTheHost(t *testing.T) {
-	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, Current: Attempt{N: 2, Stage: StageRunning, Host: "h2"}}
-	require.True(t, strings.HasPrefix(renderDetails(&st), "**T5** · attempt 2 · running on host h2\n"), renderDetails(&st))
+	plan := activities.PlanInfo{Summary: mapping.PlanSummary{Name: mapping.PlanName("T5", 2), PhaseIDs: []string{"implement"}}}
+	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"},
+		Current: Attempt{N: 2, Stage: StageRunning, Host: "h2", Plan: &plan, Brief: mapping.NewBriefState("T5", plan.Summary)}}
+	require.Contains(t, renderDetails(&st), "\nplan `karvi-t5-020d01-r2` on host h2 · 0 of 1 phases done\n")
 }
