@@ -4,6 +4,7 @@ package faults
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -211,18 +212,16 @@ func TestReturningHostStopsTheConductorsItLost(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, orphans, "h2's conductors run on without their worker")
 
-	h2.start()
-	deadline := time.Now().Add(time.Minute) // a safety net, not a timing test
-	for {
-		left, err := testrig.RunProcesses(h2.root)
-		require.NoError(t, err)
-		if len(left) == 0 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "h2's orphaned conductors still run: %v", left)
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.Equal(t, len(ids), strings.Count(h2.logs(), "fence: stopped a conductor its workflow gave up"), "h2's worker says what it stopped")
+	back := h2.start()
+	// The worker says when its sweep is done, having stopped them.
+	swept := back.waitLog(t, `msg="fence: live conductors swept"`)
+	require.Contains(t, swept, fmt.Sprintf("stopped=%d", len(ids)))
+	log, err := os.ReadFile(back.log)
+	require.NoError(t, err)
+	require.Equal(t, len(ids), strings.Count(string(log), "fence: stopped a conductor its workflow gave up"), "h2's worker says what it stopped")
+	left, err := testrig.RunProcesses(h2.root)
+	require.NoError(t, err)
+	require.Empty(t, left, "h2's orphaned conductors still run")
 	for _, id := range ids {
 		plan := f.result(id).Attempts[0].PlanName
 		for _, ev := range testrig.ReadJSONL(t, f.eventsOn("h2", id, plan)) {

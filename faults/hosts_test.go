@@ -191,6 +191,23 @@ func (h *host) start() *nsWorker {
 	}
 }
 
+// waitLog waits until the worker's log has a line containing s, and
+// returns that line.
+func (w *nsWorker) waitLog(t *testing.T, s string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute) // a safety net, not a timing test
+	for {
+		data, _ := os.ReadFile(w.log)
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if strings.Contains(line, s) {
+				return line
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "the worker never logged %s", s)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // stop asks the host's worker to stop (SIGTERM) and waits for it to exit;
 // it must exit cleanly, by itself.
 func (h *host) stop() {
