@@ -5,11 +5,13 @@ package faults
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/temporalproto"
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
@@ -173,6 +175,19 @@ func TestHostLossMovesItsTasksElsewhere(t *testing.T) {
 		require.Equal(t, "completed", f.KarviStatus(id), id)
 	}
 	t.Logf("every task completed %s after the loss (grace %s)", time.Since(lostAt).Round(time.Second), grace)
+
+	// Histories with a host lost replay on the current code. One of them
+	// is kept for workflows/replay_test.go (FAULTS_WRITE_HISTORY=1 rewrites
+	// it), so later changes are proven against the host-queue path too.
+	for _, id := range ids {
+		require.NoError(t, testrig.Replay(f.History(id)), "replay %s", id)
+	}
+	if os.Getenv("FAULTS_WRITE_HISTORY") == "1" {
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(f.History(perHost[victim][0]))
+		require.NoError(t, err)
+		path := filepath.Join("..", "workflows", "testdata", "histories", "fleet-host-lost.json")
+		require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	}
 }
 
 // A host whose worker died while its conductors ran on (the machine cut
