@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
@@ -229,6 +230,40 @@ func TestRedispatchWhileTheHostIsLostStartsOneAttempt(t *testing.T) {
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
 	require.Equal(t, EndedHostLost, res.Attempts[0].Ended)
+}
+
+// The host is part of the state continue-as-new carries: the continued
+// run goes on delivering on the same host's queue, without starting anew.
+func TestTheHostCrossesContinueAsNew(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1,
+		hostOf: func(int) string { return "h2" }}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next TaskInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	var resumed State
+	require.NoError(t, json.Unmarshal(next.Resume, &resumed))
+	require.Equal(t, "h2", resumed.Current.Host)
+
+	resumed.Tuning = nil
+	var err error
+	next.Resume, err = json.Marshal(resumed)
+	require.NoError(t, err)
+	env = newEnv(t)
+	f.register(env)
+	q := watchQueues(env)
+	env.ExecuteWorkflow(TaskWorkflowName, next)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 1, f.starts, "no new attempt")
+	deliveries := q.on("DeliverEvents")
+	require.NotEmpty(t, deliveries)
+	for _, queue := range deliveries {
+		require.True(t, strings.HasSuffix(queue, "@h2"), queue)
+	}
+	require.Empty(t, q.on("StartAttempt"))
 }
 
 func TestRenderDetailsNamesTheHost(t *testing.T) {
