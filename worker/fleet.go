@@ -30,27 +30,34 @@ func hostOf(c config) (string, error) {
 	return fleet.DefaultHost()
 }
 
-// workerOptions are both workers' options.
+// workerOptions are the options of the shared queue's worker and of the
+// host's own.
 //
 // WorkerStopTimeout is what a stopping worker gives the activities in
 // flight before it cancels them: a delivering tail hands its attempt back
 // at once (a checkpoint), a start ends within a second or so, and a stop of
 // a conductor needs its TERM-to-KILL grace; a few seconds more cover the
 // rest. Whatever is cancelled is retried on the same queue, where the next
-// worker of the host takes it up.
-func workerOptions(c config, host string) worker.Options {
-	return worker.Options{
-		MaxConcurrentActivityExecutionSize: c.maxActivities,
-		WorkerStopTimeout:                  c.stopGrace + 5*time.Second,
+// worker of the host takes it up. The activity slots are capacity.go's.
+func workerOptions(c config, host string) (shared, own worker.Options, err error) {
+	sharedTuner, hostTuner, err := tuners(c.maxActivities)
+	if err != nil {
+		return shared, own, err
+	}
+	base := worker.Options{
+		WorkerStopTimeout: c.stopGrace + 5*time.Second,
 		// The history's "started by" then names the host.
 		Identity: fmt.Sprintf("%d@%s@", os.Getpid(), host),
 	}
+	shared, own = base, base
+	shared.Tuner = sharedTuner
+	own.Tuner, own.DisableWorkflowWorker = hostTuner, true
+	return shared, own, nil
 }
 
 // newHostWorker is the worker of the host's own queue: activities only, the
 // same ones (one Activities value serves both queues).
 func newHostWorker(cl client.Client, shared, host string, o worker.Options, acts *activities.Activities) worker.Worker {
-	o.DisableWorkflowWorker = true
 	w := worker.New(cl, fleet.Queue(shared, host), o)
 	w.RegisterActivity(acts)
 	return w

@@ -113,7 +113,10 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	opts := workerOptions(c, host)
+	opts, hostOpts, err := workerOptions(c, host)
+	if err != nil {
+		return err
+	}
 	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
 	cfg := activities.Config{
@@ -129,7 +132,7 @@ func run(c config) error {
 	acts := &activities.Activities{Config: cfg, Sink: s}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
-	hw := newHostWorker(cl, conn.TaskQueue, host, opts, acts)
+	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	logger.Info("worker starting", "temporal", conn, "host", host,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
 	if err := hw.Start(); err != nil {
