@@ -53,6 +53,10 @@ type Config struct {
 	// EventsDir holds the tasks' canonical event streams, one
 	// <run_id>.jsonl each; empty means DefaultEventsDir(WorkRoot).
 	EventsDir string
+	// Host names this worker's machine in a fleet (internal/fleet): an
+	// attempt it starts says so, and the attempt's later activities come
+	// to this host's own queue. Empty for none.
+	Host string
 }
 
 // Activities are the side effects of TaskWorkflow. Register one value with

@@ -40,6 +40,10 @@ type StartAttemptResult struct {
 	// Delivery is the first checkpoint of the attempt's delivery, which
 	// began with the skeleton; nil from a worker that did not deliver.
 	Delivery *DeliverResult `json:"delivery,omitempty"`
+	// Host is the host the conductor runs on (Config.Host), where every
+	// later activity of the attempt must go; empty from a worker without
+	// one.
+	Host string `json:"host,omitempty"`
 }
 
 // StartAttempt does the steps that begin an attempt, in order: plan.yaml
@@ -62,7 +66,7 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	if err != nil {
 		return StartAttemptResult{}, err
 	}
-	res := StartAttemptResult{Plan: info}
+	res := StartAttemptResult{Plan: info, Host: a.Config.Host}
 	taskID := req.Dispatch.TaskID
 	base := req.Base
 	base.PlanName = info.Summary.Name
@@ -98,6 +102,9 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		if err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) }); err != nil {
 			return StartAttemptResult{}, err
 		}
+	}
+	if err := a.stopEarlierAttempts(ctx, taskID, info.Summary.Name); err != nil {
+		return StartAttemptResult{}, err
 	}
 	h, err := a.StartConductor(ctx, StartRequest{Plan: info})
 	var appErr *temporal.ApplicationError

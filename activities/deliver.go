@@ -168,15 +168,20 @@ func (d *delivery) run(ctx context.Context) error {
 		every = defaultCheckpointEvery
 	}
 	cp := newCheckpointClock(time.Now(), every, d.req.MaxWait)
+	// A worker asked to stop (a drain, an upgrade) takes a checkpoint at
+	// once: the workflow schedules the next delivery on the same host's
+	// queue, where the worker that replaces this one picks it up.
+	waitCtx, stopping, cancel := untilWorkerStops(ctx)
+	defer cancel()
 	for {
 		var batch tailer.Batch
 		var err error
 		if w != nil {
 			wait := cp.wait(time.Now(), d.res.Events > 0)
-			if wait <= 0 {
+			if wait <= 0 || stopping() {
 				return nil // checkpoint
 			}
-			batch, err = w.Wait(ctx, d.res.Next.tailer(), tailer.WaitOptions{
+			batch, err = w.Wait(waitCtx, d.res.Next.tailer(), tailer.WaitOptions{
 				MaxWait: wait, Poll: d.a.Config.TailPoll, MaxBytes: maxBatchBytes, Stop: exited,
 			})
 			if len(batch.Lines) > 0 {
@@ -189,12 +194,15 @@ func (d *delivery) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("read %s: %w", path, err)
+			if !stopping() {
+				return fmt.Errorf("read %s: %w", path, err)
+			}
+			// The wait was cut short by the stop: what it read is whole.
 		}
 		if err := d.take(ctx, batch); err != nil {
 			return err
 		}
-		if d.res.Outcome != nil {
+		if d.res.Outcome != nil || stopping() {
 			return nil
 		}
 		if len(batch.Lines) > 0 {

@@ -14,6 +14,10 @@
 //   - karvi refusing connections for 30 s, then answering 503, then healthy
 //     (karvi_test.go);
 //   - signal storms and an abort racing completion (storm_test.go);
+//   - a fleet of hosts (pid namespaces with work roots of their own):
+//     every worker restarted in turn during a run, a host lost with
+//     everything on it, a host coming back to conductors its tasks left
+//     behind (fleet_test.go, the hosts in hosts_test.go);
 //   - replay of recorded histories against the current workflow code
 //     (kill_test.go, and workflows/replay_test.go for committed histories);
 //   - conductor faults, bad event-log input, bad dispatch input and the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
 )
@@ -22,6 +23,7 @@ type config struct {
 	pprofAddr                      string
 	eventsDir                      string
 	metricsAddr                    string
+	host                           string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -44,6 +46,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"pprof-addr", "KARVI_EDDA_PPROF_ADDR"},
 	{"events-dir", "KARVI_EDDA_EVENTS_DIR"},
 	{"metrics-addr", "KARVI_EDDA_METRICS_ADDR"},
+	{"host", "KARVI_EDDA_HOST"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -79,6 +82,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback `address` (127.0.0.1:port), for profiling")
 	fs.StringVar(&c.eventsDir, "events-dir", "", "`directory` of the tasks' canonical event streams, one <run_id>.jsonl per task (default <work-root>/events)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics at this loopback `address` (127.0.0.1:port): the SDK's and the worker's own")
+	fs.StringVar(&c.host, "host", "", "`name` of this worker's machine in a fleet: it also polls <task-queue>@<name>, where the activities of the conductors it starts go (default the hostname)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -111,6 +115,11 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.sinkKind != "file" && c.sinkKind != "karvi" {
 		return c, fmt.Errorf("-sink (KARVI_EDDA_SINK) must be file or karvi, got %q", c.sinkKind)
+	}
+	if c.host != "" {
+		if err := fleet.CheckHost(c.host); err != nil {
+			return c, fmt.Errorf("-host (KARVI_EDDA_HOST): %w", err)
+		}
 	}
 	return c, nil
 }

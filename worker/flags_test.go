@@ -49,6 +49,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_PPROF_ADDR":                 "127.0.0.1:2",
 		"KARVI_EDDA_EVENTS_DIR":                 "/env/events",
 		"KARVI_EDDA_METRICS_ADDR":               "127.0.0.1:5",
+		"KARVI_EDDA_HOST":                       "env-host",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -59,6 +60,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		maxActivities: 700, registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
 		eventsDir:   "/env/events",
 		metricsAddr: "127.0.0.1:5",
+		host:        "env-host",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -71,6 +73,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
 		"-events-dir", "/flag/events",
 		"-metrics-addr", "127.0.0.1:6",
+		"-host", "flag-host",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -83,6 +86,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
 		eventsDir:   "/flag/events",
 		metricsAddr: "127.0.0.1:6",
+		host:        "flag-host",
 	}, c)
 }
 
@@ -99,6 +103,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"-tail-linger", "x"}, want: []string{"-tail-linger"}},
 		{args: []string{"-no-such-flag"}, want: []string{"-no-such-flag"}},
 		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
+		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args, getenv(c.env))

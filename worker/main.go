@@ -126,7 +126,15 @@ func run(c config) error {
 		defer shutdown()
 	}
 
-	w := worker.New(cl, conn.TaskQueue, worker.Options{MaxConcurrentActivityExecutionSize: c.maxActivities})
+	host, err := hostOf(c)
+	if err != nil {
+		return err
+	}
+	opts, hostOpts, err := workerOptions(c, host)
+	if err != nil {
+		return err
+	}
+	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
 	cfg := activities.Config{
 		WorkRoot:   layout.Root(),
@@ -136,20 +144,30 @@ func run(c config) error {
 		TailLinger: c.tailLinger,
 		TailPoll:   c.tailPoll,
 		EventsDir:  eventsDir,
+		Host:       host,
 	}
-	w.RegisterActivity(&activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec})
+	acts := &activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec}
+	w.RegisterActivity(acts)
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&activities.SlotActivities{Temporal: cl})
 	w.RegisterActivity(&activities.IntentActivities{Temporal: cl})
-	logger.Info("worker starting", "temporal", conn,
+	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
+	logger.Info("worker starting", "temporal", conn, "host", host,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
+	if err := hw.Start(); err != nil {
+		return fmt.Errorf("start the worker of host %s: %w", host, err)
+	}
 	if err := w.Start(); err != nil {
+		hw.Stop()
 		return fmt.Errorf("start worker: %w", err)
 	}
+	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
 	<-ctx.Done()
-	// Stopping the worker leaves every conductor running: they are detached
-	// on purpose, and the next worker re-attaches to them.
-	w.Stop()
+	// Stopping the workers leaves every conductor running: they are
+	// detached on purpose, and the next worker of this host re-attaches to
+	// them.
+	stopAll(hw, w)
+	<-swept
 	return nil
 }
 

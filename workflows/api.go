@@ -27,6 +27,7 @@ const (
 	EndedBlocked      = taskapi.EndedBlocked
 	EndedAborted      = taskapi.EndedAborted
 	EndedRedispatched = taskapi.EndedRedispatched
+	EndedHostLost     = taskapi.EndedHostLost
 )
 
 type (

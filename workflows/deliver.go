@@ -42,6 +42,7 @@ func (r *taskRun) startAttempt() error {
 	if err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
 	}
+	r.pinHost(res.Host)
 	a.Plan = &res.Plan
 	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, res.Plan.Summary)
 	a.Cursor = activities.TailCursor{}
@@ -85,7 +86,7 @@ const firstCheckpoint = time.Second
 func (r *taskRun) deliver() error {
 	a := &r.st.Current
 	wait := r.pollWait()
-	fut := workflow.ExecuteActivity(deliverOptions(r.ctx, wait, tailSummary("deliver", a)), acts.DeliverEvents, r.deliverRequest(wait))
+	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, tailSummary("deliver", a))), acts.DeliverEvents, r.deliverRequest(wait))
 	signalled := false
 	for !fut.IsReady() && !signalled {
 		sel := workflow.NewSelector(r.ctx)
@@ -95,12 +96,17 @@ func (r *taskRun) deliver() error {
 		signalled = r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch
 	}
 	if signalled && !fut.IsReady() {
-		if err := r.abortConductor(); err != nil {
+		// A host lost meanwhile fails the delivery under way too.
+		if err := r.abortConductor(); err != nil && !isHostLost(err) {
 			return err
 		}
 	}
 	var res activities.DeliverResult
 	if err := fut.Get(r.ctx, &res); err != nil {
+		if isHostLost(err) {
+			r.loseHost()
+			return nil
+		}
 		return fmt.Errorf("deliver events of %s: %w", a.PlanName(), err)
 	}
 	r.st.Polls++
@@ -187,7 +193,7 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 func (r *taskRun) abortConductor() error {
 	a := &r.st.Current
 	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
-	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
+	err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.AbortConductor,
 		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: r.streamFor()}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
@@ -206,16 +212,25 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 	if a.Conductor != nil && a.Plan != nil && !a.Drained {
 		if !a.Stopped {
 			if err := r.abortConductor(); err != nil {
-				return nil, err
+				if !isHostLost(err) {
+					return nil, err
+				}
+				r.leaveHost()
 			}
 		}
-		var res activities.DeliverResult
-		err := workflow.ExecuteActivity(deliverOptions(r.ctx, 0, tailSummary("drain", a)), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
-		if err != nil {
-			return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
+		if a.Conductor != nil {
+			var res activities.DeliverResult
+			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
+			switch {
+			case isHostLost(err):
+				r.leaveHost()
+			case err != nil:
+				return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
+			default:
+				r.checkpoint(res)
+			}
+			a.Conductor = nil
 		}
-		r.checkpoint(res)
-		a.Conductor = nil
 	}
 	completed := a.Outcome
 	a.Outcome = nil

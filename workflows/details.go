@@ -55,6 +55,9 @@ func renderDetails(st *State) string {
 		return b.String()
 	}
 	b.WriteString(fmt.Sprintf("plan `%s`", a.PlanName()))
+	if a.Host != "" {
+		b.WriteString(" on host " + a.Host)
+	}
 	if br.CurrentPhase != "" && a.Stage == StageRunning {
 		b.WriteString(fmt.Sprintf(" · current phase **%s**", br.CurrentPhase))
 	}

@@ -20,7 +20,10 @@ import (
 // attempt became a value of its own (a continued run among them carries the
 // old flat state), happy.json and settle-abort.json before delivery moved
 // into the tail, deliver-* after (abort, redispatch, retries exhausted, a
-// run continued-as-new and its successor). run-* are RunWorkflow's: the
+// run continued-as-new and its successor), fleet-host-lost.json once an
+// attempt's activities went to its host's queue (a task whose host was lost
+// mid-run, started anew on another; faults.TestHostLossMovesItsTasksElsewhere
+// records it). run-* are RunWorkflow's: the
 // sample run (loops, an upgrade, a failure cascade), and a run that
 // continued-as-new with tasks running and one of its successors, which
 // waits for carried tasks by activity; run-sample-v2 after the run began

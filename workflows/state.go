@@ -65,6 +65,10 @@ type Attempt struct {
 	Job *jobview.Tally `json:"job,omitempty"`
 	// Slot is the attempt's agent slot, once it asked for one.
 	Slot *SlotHold `json:"slot,omitempty"`
+	// Host runs the attempt's conductor: its activities go to that host's
+	// queue (fleet.go). Empty before the attempt started, or when it was
+	// started by a worker without a host.
+	Host string `json:"host,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.
@@ -87,7 +91,7 @@ func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
 	s := AttemptSummary{
 		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
 		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
-		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases,
+		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, Host: a.Host,
 	}
 	// What the attempt cost, also when it did not complete: the plan's
 	// total once reported, else the phases' costs.

@@ -518,6 +518,7 @@ func (r *taskRun) status() Status {
 		Stage:           a.Stage,
 		Attempt:         a.N,
 		PlanName:        a.PlanName(),
+		Host:            a.Host,
 		CurrentPhase:    r.currentPhase(),
 		PhaseStatus:     a.Brief.Brief.Phases[r.currentPhase()].Status,
 		CompletedPhases: a.Brief.Brief.CompletedPhases,

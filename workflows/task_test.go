@@ -59,6 +59,11 @@ type fakeConductor struct {
 	// afterDeliver, when set, may fail a delivery after it delivered and
 	// stored its events, as a worker lost at that moment does.
 	afterDeliver func() error
+	// hostOf, when set, names the host a started attempt runs on; gone,
+	// when set, may fail a delivery or a stop before it runs, as an
+	// activity no host took does (fleet_test.go).
+	hostOf func(attempt int) string
+	gone   func(ctx context.Context) error
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
@@ -73,7 +78,12 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			return f.start(), nil
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.AbortRequest) error {
+		func(ctx context.Context, req activities.AbortRequest) error {
+			if f.gone != nil {
+				if err := f.gone(ctx); err != nil {
+					return err
+				}
+			}
 			f.streams.steps(req.Stream)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -155,6 +165,9 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			}
 			f.streams.steps(req.Stream)
 			res := activities.StartAttemptResult{Plan: info}
+			if f.hostOf != nil {
+				res.Host = f.hostOf(req.Attempt)
+			}
 			brief := mapping.NewBriefState(req.Dispatch.TaskID, info.Summary)
 			var enc mapping.BriefEncoder
 			if err := f.send(enc.Init(&brief)); err != nil {
@@ -178,6 +191,11 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
 		func(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+			if f.gone != nil {
+				if err := f.gone(ctx); err != nil {
+					return activities.DeliverResult{}, err
+				}
+			}
 			res, err := f.deliver(ctx, req)
 			if err == nil && f.afterDeliver != nil {
 				err = f.afterDeliver()

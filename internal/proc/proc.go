@@ -349,6 +349,10 @@ func readSupervisor(dir string) (supervisor, bool, error) {
 	return s, true, nil
 }
 
+// Recorded is the run recorded in dir (false when there is none): what a
+// worker that did not start the run needs to inspect or stop it.
+func Recorded(dir string) (Handle, bool, error) { return readRecord(dir) }
+
 func readRecord(dir string) (Handle, bool, error) {
 	p := filepath.Join(dir, recordFile)
 	data, err := os.ReadFile(p)

@@ -119,12 +119,26 @@ type Tuning struct {
 	// reports its progress to the workflow (default 5s): how far behind the
 	// sink the brief query and the search attributes may be.
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
+	// HostGrace is how long an attempt's next activity may wait for the
+	// host that runs its conductor to take it (a worker restarting, a
+	// machine rebooting) before the host is taken for lost and the attempt
+	// given up for a new one on another host (default 5 minutes).
+	HostGrace time.Duration `json:"hostGrace,omitempty"`
 }
 
 const (
 	defaultTailWait     = 20 * time.Second
 	defaultSilenceGrace = 30 * time.Second
+	defaultHostGrace    = 5 * time.Minute
 )
+
+// HostGraceOrDefault is HostGrace, or its default when unset.
+func (t *Tuning) HostGraceOrDefault() time.Duration {
+	if t != nil && t.HostGrace > 0 {
+		return t.HostGrace
+	}
+	return defaultHostGrace
+}
 
 // TailWaitOrDefault is TailWait, or its default when unset.
 func (t *Tuning) TailWaitOrDefault() time.Duration {
@@ -205,14 +219,17 @@ const (
 	EndedBlocked      = "blocked"
 	EndedAborted      = "aborted"
 	EndedRedispatched = "redispatched"
+	// EndedHostLost: the host running the attempt's conductor did not come
+	// back within the grace, and the workflow started a new attempt.
+	EndedHostLost = "host-lost"
 )
 
 // AttemptSummary records how a finished attempt went.
 type AttemptSummary struct {
 	Attempt  int    `json:"attempt"`
 	PlanName string `json:"planName"`
-	// Ended is EndedCompleted, EndedBlocked, EndedAborted or
-	// EndedRedispatched.
+	// Ended is EndedCompleted, EndedBlocked, EndedAborted,
+	// EndedRedispatched or EndedHostLost.
 	Ended     string    `json:"ended"`
 	LastError string    `json:"lastError,omitempty"`
 	StartedAt time.Time `json:"startedAt,omitzero"`
@@ -227,6 +244,9 @@ type AttemptSummary struct {
 	// the job query's record of it. Attempts that ended before the job
 	// view existed know only their end.
 	Job *jobview.Tally `json:"job,omitempty"`
+	// Host is the host that ran the attempt's conductor, empty when none
+	// was named.
+	Host string `json:"host,omitempty"`
 }
 
 // Status answers the status query.
@@ -267,6 +287,10 @@ type Status struct {
 	// Slot is where the attempt stands with its agent slot, when the task
 	// asked for one.
 	Slot *SlotStatus `json:"slot,omitempty"`
+	// Host is the host that runs the attempt's conductor, where its
+	// activities go; empty before the attempt started, or when its worker
+	// named no host.
+	Host string `json:"host,omitempty"`
 }
 
 // SlotStatus is an attempt's agent slot as the status query shows it.

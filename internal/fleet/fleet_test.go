@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/mapping"
+)
+
+func TestCheckHost(t *testing.T) {
+	for _, ok := range []string{"h1", "worker-3.eu", "A_b", strings.Repeat("x", 63)} {
+		require.NoError(t, CheckHost(ok), ok)
+	}
+	for _, bad := range []string{"", "-h", ".h", "h@2", "h 2", "h/2", "hé", strings.Repeat("x", 64)} {
+		require.Error(t, CheckHost(bad), bad)
+	}
+	require.Equal(t, "karvi-edda@h2", Queue("karvi-edda", "h2"))
+}
+
+func TestJudge(t *testing.T) {
+	plan := func(n int) string { return mapping.PlanName("T5", n) }
+	for _, tc := range []struct {
+		name string
+		run  string
+		cur  Current
+		want Verdict
+	}{
+		{"current attempt here", plan(2), Current{Attempt: 2, Host: "h1"}, Keep},
+		{"current attempt elsewhere", plan(2), Current{Attempt: 2, Host: "h2"}, Stop},
+		{"an attempt given up", plan(1), Current{Attempt: 2, Host: "h2"}, Stop},
+		{"an attempt given up, the next one starting", plan(1), Current{Attempt: 2, Starting: true}, Stop},
+		{"the attempt starting, host unknown", plan(2), Current{Attempt: 2, Starting: true}, Later},
+		{"started before hosts were named", plan(1), Current{Attempt: 1}, Keep},
+		{"started here, still starting", plan(1), Current{Attempt: 1, Host: "h1", Starting: true}, Keep},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := Judge(Run{TaskID: "T5", Plan: tc.run}, tc.cur, "h1")
+			require.Equal(t, tc.want, got, why)
+			require.NotEmpty(t, why)
+		})
+	}
+}
+
+// The sweep stops what is stale, keeps what is current, leaves a task
+// without a workflow alone, and asks again about what it could not decide
+// until the answer comes.
+func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
+	runs := []Run{
+		{TaskID: "A", Plan: mapping.PlanName("A", 1)}, // given up: A is at attempt 2
+		{TaskID: "B", Plan: mapping.PlanName("B", 1)}, // B's current attempt here
+		{TaskID: "C", Plan: mapping.PlanName("C", 1)}, // C has no workflow
+		{TaskID: "D", Plan: mapping.PlanName("D", 1)}, // starting, then on h2
+		{TaskID: "E", Plan: mapping.PlanName("E", 1)}, // the query fails once
+	}
+	asked := map[string]int{}
+	var stopped []string
+	s := &Sweeper{
+		Host: "h1",
+		Live: func() ([]Run, error) { return runs, nil },
+		Ask: func(_ context.Context, task string) (Current, bool, error) {
+			asked[task]++
+			switch task {
+			case "A":
+				return Current{Attempt: 2, Host: "h3"}, true, nil
+			case "B":
+				return Current{Attempt: 1, Host: "h1"}, true, nil
+			case "C":
+				return Current{}, false, nil
+			case "D":
+				if asked[task] == 1 {
+					return Current{Attempt: 1, Starting: true}, true, nil
+				}
+				return Current{Attempt: 1, Host: "h2"}, true, nil
+			}
+			if asked[task] == 1 {
+				return Current{}, false, errors.New("no poller")
+			}
+			return Current{Attempt: 1, Host: "h1"}, true, nil
+		},
+		Stop: func(_ context.Context, r Run) error {
+			stopped = append(stopped, r.TaskID)
+			return nil
+		},
+		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Retry: time.Millisecond,
+	}
+	n, err := s.Sweep(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, []string{"A", "D"}, stopped)
+	require.Equal(t, map[string]int{"A": 1, "B": 1, "C": 1, "D": 2, "E": 2}, asked)
+}
+
+func TestSweepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Sweeper{
+		Host: "h1",
+		Live: func() ([]Run, error) { return []Run{{TaskID: "A", Plan: mapping.PlanName("A", 1)}}, nil },
+		Ask: func(context.Context, string) (Current, bool, error) {
+			cancel()
+			return Current{Attempt: 1, Starting: true}, true, nil
+		},
+		Stop:  func(context.Context, Run) error { return nil },
+		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Retry: time.Hour,
+	}
+	_, err := s.Sweep(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+}

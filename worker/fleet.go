@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/workflows"
+)
+
+// A worker is one host of a fleet (docs/fleet.md): besides the shared task
+// queue, where attempts start, it polls its host's own queue, where the
+// activities of the conductors it started come.
+
+// hostOf is the host this worker names: -host, else the hostname.
+func hostOf(c config) (string, error) {
+	if c.host != "" {
+		return c.host, nil
+	}
+	return fleet.DefaultHost()
+}
+
+// workerOptions are the options of the shared queue's worker and of the
+// host's own.
+//
+// WorkerStopTimeout is what a stopping worker gives the activities in
+// flight before it cancels them: a delivering tail hands its attempt back
+// at once (a checkpoint), a start ends within a second or so, and a stop of
+// a conductor needs its TERM-to-KILL grace; a few seconds more cover the
+// rest. Whatever is cancelled is retried on the same queue, where the next
+// worker of the host takes it up. The activity slots are capacity.go's.
+func workerOptions(c config, host string) (shared, own worker.Options, err error) {
+	sharedTuner, hostTuner, err := tuners(c.maxActivities)
+	if err != nil {
+		return shared, own, err
+	}
+	base := worker.Options{
+		WorkerStopTimeout: c.stopGrace + 5*time.Second,
+		// The history's "started by" then names the host.
+		Identity: fmt.Sprintf("%d@%s@", os.Getpid(), host),
+	}
+	shared, own = base, base
+	shared.Tuner = sharedTuner
+	own.Tuner, own.DisableWorkflowWorker = hostTuner, true
+	return shared, own, nil
+}
+
+// newHostWorker is the worker of the host's own queue: activities only, the
+// same ones (one Activities value serves both queues).
+func newHostWorker(cl client.Client, shared, host string, o worker.Options, acts *activities.Activities) worker.Worker {
+	w := worker.New(cl, fleet.Queue(shared, host), o)
+	w.RegisterActivity(acts)
+	return w
+}
+
+// stopAll stops the workers together, so that each one's activities learn
+// of the stop at once and their drains overlap.
+func stopAll(ws ...worker.Worker) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(w.Stop)
+	}
+	wg.Wait()
+}
+
+// sweepStaleRuns runs the fence once the worker polls: every conductor
+// still running under the work root whose task's workflow has moved on
+// (another attempt, another host) is stopped. The returned channel closes
+// when it is done, or when ctx ends.
+func sweepStaleRuns(ctx context.Context, cl client.Client, acts *activities.Activities, host string, logger *slog.Logger) <-chan struct{} {
+	done := make(chan struct{})
+	handles := map[fleet.Run]activities.LiveRun{}
+	var mu sync.Mutex
+	s := &fleet.Sweeper{
+		Host: host,
+		Log:  logger,
+		Live: func() ([]fleet.Run, error) {
+			live, err := acts.LiveRuns("")
+			if err != nil {
+				// A record that cannot be read cannot be stopped either;
+				// the others are swept all the same.
+				logger.Warn("fence: some run records could not be read", "error", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			runs := make([]fleet.Run, 0, len(live))
+			for _, l := range live {
+				r := fleet.Run{TaskID: l.TaskID, Plan: l.Plan}
+				handles[r] = l
+				runs = append(runs, r)
+			}
+			return runs, nil
+		},
+		Ask: func(ctx context.Context, taskID string) (fleet.Current, bool, error) {
+			return currentAttempt(ctx, cl, taskID)
+		},
+		Stop: func(ctx context.Context, r fleet.Run) error {
+			mu.Lock()
+			l := handles[r]
+			mu.Unlock()
+			return acts.StopRun(ctx, l)
+		},
+	}
+	go func() {
+		defer close(done)
+		n, err := s.Sweep(ctx)
+		if err != nil && ctx.Err() == nil {
+			logger.Warn("fence: the sweep of live conductors failed", "error", err)
+			return
+		}
+		logger.Info("fence: live conductors swept", "host", host, "stopped", n)
+	}()
+	return done
+}
+
+// currentAttempt asks a task's workflow (its status query) which attempt is
+// current and on which host; found is false when the task has no workflow.
+func currentAttempt(ctx context.Context, cl client.Client, taskID string) (fleet.Current, bool, error) {
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := cl.QueryWorkflow(qctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return fleet.Current{}, false, nil
+	}
+	if err != nil {
+		return fleet.Current{}, false, fmt.Errorf("query the status of task %s: %w", taskID, err)
+	}
+	var s workflows.Status
+	if err := v.Get(&s); err != nil {
+		return fleet.Current{}, false, fmt.Errorf("decode the status of task %s: %w", taskID, err)
+	}
+	return fleet.Current{Attempt: s.Attempt, Host: s.Host, Starting: s.Stage == workflows.StagePrepare}, true, nil
+}
