@@ -15,6 +15,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/workflows"
 )
 
 // The worker's /metrics after two tasks ran on the simulator: the SDK's
@@ -28,7 +29,9 @@ func TestWorkerServesMetrics(t *testing.T) {
 	var runs []client.WorkflowRun
 	for _, id := range ids {
 		r.Workspace(id)
-		runs = append(runs, r.Start(testrig.Dispatch(t, id, "Metrics task "+id+".")))
+		// Both wait for a slot of a pool of their own, so its gauges show.
+		runs = append(runs, r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, id, "Metrics task "+id+"."),
+			Slots: &workflows.SlotRequest{Pool: "metrics-" + r.Queue}}))
 	}
 	events, patches := 0, 0
 	for i, run := range runs {
@@ -59,6 +62,10 @@ func TestWorkerServesMetrics(t *testing.T) {
 	require.Equal(t, 2.0, m.value("karvi_edda_attempts_started_total", "workflow_type", "TaskWorkflow"))
 	require.Equal(t, 2.0, m.value("karvi_edda_attempts_ended_total", "outcome", "completed"))
 	require.Equal(t, 2.0, m.value("karvi_edda_attempts_ended_total"), "no attempt ended otherwise")
+	pool := "metrics-" + r.Queue
+	require.Positive(t, m.value("karvi_edda_slots_max_concurrent", "pool", pool), "the pool's limit")
+	require.True(t, m.has("karvi_edda_slots_held"))
+	require.Zero(t, m.value("karvi_edda_slots_waiting", "pool", pool), "nobody waits once the tasks ended")
 }
 
 // scraped is one scrape, by metric family.

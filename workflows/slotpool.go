@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/slotapi"
 )
@@ -383,6 +384,7 @@ func (p *poolFlow) view() slotapi.View {
 // a slot and how long the line is.
 func (p *poolFlow) showDetails() {
 	pl := &p.st.Pool
+	metrics.Pool(workflow.GetMetricsHandler(p.ctx), p.name, len(pl.Holders), len(pl.Waiters), pl.Limits.MaxConcurrent)
 	var b strings.Builder
 	total := "no max_total"
 	if pl.Limits.MaxTotal > 0 {

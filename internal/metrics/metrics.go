@@ -29,6 +29,12 @@ const (
 	// second by outcome; the workflow records them (see AttemptStarted).
 	AttemptsStarted = "karvi_edda_attempts_started"
 	AttemptsEnded   = "karvi_edda_attempts_ended"
+	// SlotsHeld, SlotsWaiting and SlotsMax are an agent slot pool's
+	// holders, waiters and max_concurrent, by pool; the pool's workflow
+	// records them (see Pool).
+	SlotsHeld    = "karvi_edda_slots_held"
+	SlotsWaiting = "karvi_edda_slots_waiting"
+	SlotsMax     = "karvi_edda_slots_max_concurrent"
 )
 
 // LatencyBuckets are the bucket bounds, in seconds, of every duration

@@ -207,3 +207,33 @@ func TestAttemptsThroughTheSDKHandler(t *testing.T) {
 		require.EqualValues(t, 1, v, outcome)
 	}
 }
+
+// A pool's gauges go through the SDK's handler too, by pool, and follow
+// the pool as it changes.
+func TestPoolGaugesThroughTheSDKHandler(t *testing.T) {
+	rd := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rd))
+	h := temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{Meter: mp.Meter("test")})
+	Pool(h, "agents", 4, 7, 4)
+	Pool(h, "agents", 3, 6, 4)
+	Pool(h, "review", 1, 0, 2)
+
+	got := collect(t, rd)
+	gauge := func(name, pool string) float64 {
+		t.Helper()
+		g, ok := got[name].(metricdata.Gauge[float64])
+		require.True(t, ok, "%s is %T", name, got[name])
+		want := attrSet("pool", pool)
+		for _, p := range g.DataPoints {
+			if p.Attributes.Equals(&want) {
+				return p.Value
+			}
+		}
+		t.Fatalf("%s has no point for pool %s", name, pool)
+		return 0
+	}
+	require.EqualValues(t, 3, gauge(SlotsHeld, "agents"))
+	require.EqualValues(t, 6, gauge(SlotsWaiting, "agents"))
+	require.EqualValues(t, 4, gauge(SlotsMax, "agents"))
+	require.EqualValues(t, 1, gauge(SlotsHeld, "review"))
+}

@@ -14,3 +14,14 @@ func AttemptStarted(h client.MetricsHandler) {
 func AttemptEnded(h client.MetricsHandler, outcome string) {
 	h.WithTags(map[string]string{"outcome": outcome}).Counter(AttemptsEnded).Inc(1)
 }
+
+// Pool records an agent slot pool's holders, waiters and limit, each time
+// they may have changed. h is the pool workflow's handler, as for
+// AttemptStarted: a pool replaying after a worker restart reports only its
+// state from then on.
+func Pool(h client.MetricsHandler, pool string, held, waiting, maxConcurrent int) {
+	h = h.WithTags(map[string]string{"pool": pool})
+	h.Gauge(SlotsHeld).Update(float64(held))
+	h.Gauge(SlotsWaiting).Update(float64(waiting))
+	h.Gauge(SlotsMax).Update(float64(maxConcurrent))
+}
