@@ -26,9 +26,9 @@ import (
 // the sink and the event stream, which every host reaches, and a task's
 // last status must be written even when its host is gone.
 
-// versionHostQueue names the change that routes an attempt's conductor
-// activities to its host's queue.
-const versionHostQueue = "host-queue"
+// versionHostRouting is the version of the deliver-in-tail change (task.go)
+// from which an attempt's conductor activities go to its host's queue.
+const versionHostRouting = 2
 
 // pinHost records the host a started attempt runs on. A result without a
 // host (a worker that names none), or a history recorded before routing
@@ -37,7 +37,7 @@ func (r *taskRun) pinHost(host string) {
 	if host == "" {
 		return
 	}
-	if workflow.GetVersion(r.ctx, versionHostQueue, workflow.DefaultVersion, 1) < 1 {
+	if !r.hostRouting {
 		return
 	}
 	r.st.Current.Host = host

@@ -43,6 +43,8 @@ type taskRun struct {
 	redispatchCh workflow.ReceiveChannel
 	// enc writes brief patches; its cache is not state.
 	enc mapping.BriefEncoder
+	// hostRouting: an attempt's conductor activities go to its host's queue.
+	hostRouting bool
 	// deliverInTail: the tail activity delivers the brief's patches itself
 	// and reports back at checkpoints. Histories recorded before it replay
 	// on the earlier path (one activity per batch of events, then a local
@@ -141,7 +143,14 @@ func (r *taskRun) setup() error {
 const versionDeliverInTail = "deliver-in-tail"
 
 func (r *taskRun) run() (Result, error) {
-	r.deliverInTail = workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, 1) == 1
+	// One marker versions both changes a task's history records at its
+	// start: version 1 delivers in the tail, version 2 also routes an
+	// attempt's conductor activities to its host (fleet.go). Each marker
+	// costs two history events, so a later change of the same moment
+	// raises this one's version instead of adding its own.
+	v := workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, versionHostRouting)
+	r.deliverInTail = v >= 1
+	r.hostRouting = v >= versionHostRouting
 	if !r.deliverInTail {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
