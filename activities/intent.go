@@ -202,22 +202,13 @@ func (a *IntentActivities) AwaitTarget(ctx context.Context, req AwaitTargetReque
 		return AwaitTargetResult{}, temporal.NewNonRetryableApplicationError(
 			"the worker has no Temporal client for the intent activities", "NoClient", nil)
 	}
-	stop := heartbeat(ctx, heartbeatEvery)
-	defer stop()
 	var raw json.RawMessage
-	err := a.Temporal.GetWorkflow(ctx, req.WorkflowID, req.RunID).Get(ctx, &raw)
+	failure, err := awaitWorkflow(ctx, a.Temporal, req.WorkflowID, req.RunID, &raw)
 	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return AwaitTargetResult{}, ctx.Err()
-	case closedWithoutResult(err):
-		return AwaitTargetResult{Failure: fmt.Sprintf("%s ended without an outcome: %s", req.WorkflowID, rootMessage(err))}, nil
-	default:
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return AwaitTargetResult{Failure: fmt.Sprintf("%s not found", req.WorkflowID)}, nil
-		}
-		return AwaitTargetResult{}, fmt.Errorf("wait for %s: %w", req.WorkflowID, err)
+	case err != nil:
+		return AwaitTargetResult{}, err
+	case failure != "":
+		return AwaitTargetResult{Failure: failure}, nil
 	}
 	o, err := outcomeOf(req, raw)
 	if err != nil {

@@ -142,25 +142,39 @@ func (a *RunActivities) AwaitTask(ctx context.Context, req AwaitTaskRequest) (Aw
 		return AwaitTaskResult{}, temporal.NewNonRetryableApplicationError(
 			"the worker has no Temporal client for the run activities", "NoClient", nil)
 	}
+	var res taskapi.Result
+	failure, err := awaitWorkflow(ctx, a.Temporal, req.WorkflowID, req.RunID, &res)
+	switch {
+	case err != nil:
+		return AwaitTaskResult{}, err
+	case failure != "":
+		return AwaitTaskResult{Failure: failure}, nil
+	}
+	return AwaitTaskResult{Result: &res}, nil
+}
+
+// awaitWorkflow waits for a workflow run to close, following its
+// continue-as-new chain and heartbeating meanwhile, and decodes its result
+// into out. A workflow that closed without one (failed, terminated, timed
+// out, cancelled, not found) gives failure, saying why; a wait that failed
+// (the server, the network) gives err, so the activity is retried and
+// waits again.
+func awaitWorkflow(ctx context.Context, cl WorkflowAwaiter, id, runID string, out any) (failure string, err error) {
 	stop := heartbeat(ctx, heartbeatEvery)
 	defer stop()
-	var res taskapi.Result
-	err := a.Temporal.GetWorkflow(ctx, req.WorkflowID, req.RunID).Get(ctx, &res)
-	if err == nil {
-		return AwaitTaskResult{Result: &res}, nil
-	}
-	if ctx.Err() != nil {
-		return AwaitTaskResult{}, ctx.Err()
-	}
+	err = cl.GetWorkflow(ctx, id, runID).Get(ctx, out)
 	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return AwaitTaskResult{Failure: fmt.Sprintf("task workflow %s not found", req.WorkflowID)}, nil
+	switch {
+	case err == nil:
+		return "", nil
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case errors.As(err, &notFound):
+		return fmt.Sprintf("%s not found", id), nil
+	case closedWithoutResult(err):
+		return fmt.Sprintf("%s ended without a result: %s", id, rootMessage(err)), nil
 	}
-	if closedWithoutResult(err) {
-		return AwaitTaskResult{Failure: err.Error()}, nil
-	}
-	// A transport error: the activity is retried and waits again.
-	return AwaitTaskResult{}, fmt.Errorf("wait for task workflow %s: %w", req.WorkflowID, err)
+	return "", fmt.Errorf("wait for %s: %w", id, err)
 }
 
 // closedWithoutResult tells a workflow that ended badly from a failed wait.

@@ -221,7 +221,7 @@ func (f *fire) once() (o intent.Outcome, problem string, err error) {
 	}
 	f.doing(fmt.Sprintf("waiting for %s (%s)", t, what))
 	var res activities.AwaitTargetResult
-	err = workflow.ExecuteActivity(awaitTargetOptions(f.ctx, "Wait for "+t.String()+" ("+what+")"), intentActs.AwaitTarget,
+	err = workflow.ExecuteActivity(awaitOptions(f.ctx, "Wait for "+t.String()+" ("+what+")"), intentActs.AwaitTarget,
 		activities.AwaitTargetRequest{Target: t, WorkflowID: started.WorkflowID, RunID: started.RunID}).Get(f.ctx, &res)
 	switch {
 	case err != nil && temporal.IsCanceledError(err):

@@ -31,21 +31,6 @@ func startTargetOptions(ctx workflow.Context, summary string) workflow.Context {
 	})
 }
 
-// awaitTargetOptions: waiting for a target takes as long as the target; the
-// heartbeat lets a dead worker's wait resume on another.
-func awaitTargetOptions(ctx workflow.Context, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:             summary,
-		StartToCloseTimeout: 30 * 24 * time.Hour,
-		HeartbeatTimeout:    30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
-		},
-	})
-}
-
 // scheduleOptions: reading or pausing the intent's schedule. A pause that
 // cannot be made within ten minutes fails the fire, and the schedule's
 // pause-on-failure pauses it instead.

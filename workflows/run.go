@@ -273,7 +273,7 @@ func (r *runFlow) awaitCarried() {
 		attempt, req := t.Attempt, activities.AwaitTaskRequest{WorkflowID: runapi.TaskWorkflowID(id), RunID: t.RunID}
 		workflow.Go(r.ctx, func(gctx workflow.Context) {
 			var res activities.AwaitTaskResult
-			err := workflow.ExecuteActivity(awaitOptions(gctx, id), runActs.AwaitTask, req).Get(gctx, &res)
+			err := workflow.ExecuteActivity(awaitOptions(gctx, "Wait for task "+id), runActs.AwaitTask, req).Get(gctx, &res)
 			switch {
 			case err != nil:
 				r.inbox = append(r.inbox, endOfFailure(id, attempt, "waiting for the task workflow failed: "+rootMessage(err)))

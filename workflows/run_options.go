@@ -30,11 +30,12 @@ func runStatusOptions(ctx workflow.Context, doc runstatus.Status) workflow.Conte
 	})
 }
 
-// awaitOptions: waiting for a task takes as long as the task; the heartbeat
-// lets a dead worker's wait resume on another.
-func awaitOptions(ctx workflow.Context, id string) workflow.Context {
+// awaitOptions: waiting for a workflow (a run's task, an intent's target)
+// takes as long as that workflow; the heartbeat lets a dead worker's wait
+// resume on another.
+func awaitOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		Summary:             "Wait for task " + id,
+		Summary:             summary,
 		StartToCloseTimeout: 30 * 24 * time.Hour,
 		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
