@@ -242,7 +242,7 @@ func TestScheduleFailingIntentBacksOffAndOpensItsCircuit(t *testing.T) {
 	require.Equal(t, 3, v.State.ConsecutiveErrors)
 	require.Equal(t, 3, v.State.Errors)
 	require.Zero(t, v.State.Runs)
-	require.True(t, strings.HasPrefix(v.Note, "error: 3 consecutive failed fires; last: karvi-task-SF2 ended without an outcome:"), v.Note)
+	require.True(t, strings.HasPrefix(v.Note, "error: 3 consecutive failed fires; last: karvi-task-SF2 ended without a result:"), v.Note)
 	require.Contains(t, v.Note, `no plan template named "no-such-skill"`)
 	require.Equal(t, intent.StatusError, v.State.Status)
 

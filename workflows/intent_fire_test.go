@@ -205,7 +205,7 @@ func TestFireTargetFailureThenSuccess(t *testing.T) {
 		func(context.Context, activities.AwaitTargetRequest) (activities.AwaitTargetResult, error) {
 			env.note("await")
 			if n++; n == 1 {
-				return activities.AwaitTargetResult{Failure: "karvi-task-T42 ended without an outcome: invalid dispatch plan"}, nil
+				return activities.AwaitTargetResult{Failure: "karvi-task-T42 ended without a result: invalid dispatch plan"}, nil
 			}
 			o := blocked
 			return activities.AwaitTargetResult{Outcome: &o}, nil
