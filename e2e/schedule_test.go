@@ -441,6 +441,10 @@ func TestScheduleCatchUpAfterServerDowntime(t *testing.T) {
 				caughtUp++
 			case f.Result == intent.ResultOverflow:
 				over++
+			case f.Result == intent.ResultOverlap:
+				// Due while an earlier fire still ran (a slow machine makes
+				// the catch-up fires overlap): skipped, as the policy says,
+				// and not run, so it counts against nothing.
 			default:
 				t.Fatalf("%s: late fire %s ended %s (%s)", c.name, f.ID, f.Result, f.Error)
 			}
