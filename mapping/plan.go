@@ -563,12 +563,25 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 	return p, nil
 }
 
-// promptText drops leading line breaks from text placed in the plan. They
-// mean nothing to an agent, and yaml.v3 writes a string that starts with one
-// as a block scalar that loses it ("\n0" reads back as "0": found by
-// FuzzPlanRoundTrip), so plan.yaml would not say what was built.
+// promptText drops leading blank lines (empty, or only spaces and tabs),
+// and the spaces and tabs that open the first line when it starts with a
+// tab, from text placed in the plan. They mean nothing to an agent, and
+// yaml.v3 writes such a string as a block scalar that loses them ("\n0"
+// reads back as "0") or cannot be read back at all ("\t0": "found a tab
+// character where an indentation space is expected"), both found by
+// FuzzPlanRoundTrip, so plan.yaml would not say what was built.
 func promptText(s string) string {
-	return strings.TrimLeft(s, "\r\n")
+	for {
+		line, rest, found := strings.Cut(s, "\n")
+		if !found || strings.Trim(line, " \t\r") != "" {
+			break
+		}
+		s = rest
+	}
+	if strings.HasPrefix(s, "\t") {
+		s = strings.TrimLeft(s, " \t")
+	}
+	return s
 }
 
 // upstreamContext renders the artifacts that carry a summary, one line each,

@@ -633,8 +633,8 @@ func FuzzPlanRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("valid dispatch gave no plan: %v", err)
 		}
-		// Leading line breaks are dropped by design (promptText).
-		if !planNamePattern.MatchString(p.Name) || p.Purpose != strings.TrimLeft(msg, "\r\n") {
+		// Leading blank lines are dropped by design (promptText).
+		if !planNamePattern.MatchString(p.Name) || p.Purpose != promptText(msg) || !strings.HasSuffix(msg, p.Purpose) {
 			t.Fatalf("name %q purpose %q", p.Name, p.Purpose)
 		}
 		assertRoundTrip(t, p)
