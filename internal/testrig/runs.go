@@ -4,7 +4,6 @@ package testrig
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -51,31 +50,15 @@ func (r *Rig) RunResult(wr client.WorkflowRun, within time.Duration) runstatus.S
 // RunView queries a run's view.
 func (r *Rig) RunView(slug string) runapi.View {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, err := r.Client.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", runapi.QueryView)
-	require.NoError(r.t, err)
-	var view runapi.View
-	require.NoError(r.t, v.Get(&view))
-	return view
+	return query[runapi.View](r, runapi.WorkflowID(slug), runapi.QueryView)
 }
 
 // WaitRun polls the run's view until cond holds (what names it in the
 // failure message), for at most two minutes.
 func (r *Rig) WaitRun(slug, what string, cond func(runapi.View) bool) runapi.View {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v := r.RunView(slug)
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(v.Status, "", "  ")
-			r.t.Fatalf("run %s: timed out waiting for %s; status:\n%s", slug, what, data)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitFor(r, "run "+slug, what, func() runapi.View { return r.RunView(slug) }, cond,
+		func(v runapi.View) any { return v.Status })
 }
 
 // UpdateRun sends one of the run's updates and returns its answer.

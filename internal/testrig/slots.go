@@ -4,7 +4,6 @@ package testrig
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -61,29 +60,13 @@ func (r *Rig) TrySetPool(pool string, req slotapi.SetRequest) (slotapi.View, err
 // Pool queries a pool's view.
 func (r *Rig) Pool(pool string) slotapi.View {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, err := r.Client.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots)
-	require.NoError(r.t, err)
-	var view slotapi.View
-	require.NoError(r.t, v.Get(&view))
-	return view
+	return query[slotapi.View](r, slotapi.WorkflowID(pool), slotapi.QuerySlots)
 }
 
 // WaitPool polls a pool's view until cond holds (what names it in the
 // failure message), for at most two minutes.
 func (r *Rig) WaitPool(pool, what string, cond func(slotapi.View) bool) slotapi.View {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		v := r.Pool(pool)
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(v, "", "  ")
-			r.t.Fatalf("pool %s: timed out waiting for %s; pool:\n%s", pool, what, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return waitFor(r, "pool "+pool, what, func() slotapi.View { return r.Pool(pool) }, cond,
+		func(v slotapi.View) any { return v })
 }
