@@ -157,9 +157,10 @@ func (d *Detector) text(s string, now time.Time, wholeOnly bool) Verdict {
 	if wholeOnly {
 		s = strings.TrimSpace(s)
 	}
+	hint := hasHint(s)
 	for i := range d.patterns {
 		c := &d.patterns[i]
-		if wholeOnly && !c.whole {
+		if wholeOnly && !c.whole || c.builtin && !hint {
 			continue
 		}
 		m := c.re.FindStringSubmatchIndex(s)
@@ -173,7 +174,7 @@ func (d *Detector) text(s string, now time.Time, wholeOnly bool) Verdict {
 			Text:    excerpt(s, m[0]),
 		}
 	}
-	if wholeOnly {
+	if wholeOnly || !hint {
 		return Verdict{}
 	}
 	return d.generic(s, now)

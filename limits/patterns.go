@@ -46,6 +46,8 @@ type compiled struct {
 	// themselves; only these are read in a result the agent did not mark
 	// as an error, and only at its start.
 	whole bool
+	// builtin patterns all need one of hintWords in the text.
+	builtin bool
 }
 
 // DefaultPatterns returns the built-in message forms, in the order they are
@@ -100,6 +102,7 @@ func mustCompile(ps []Pattern, builtin bool) []compiled {
 	}
 	for i := range cs {
 		cs[i].whole = builtin && wholeNames[cs[i].Name]
+		cs[i].builtin = builtin
 	}
 	return cs
 }
@@ -191,3 +194,43 @@ var (
 	testOutput     = regexp.MustCompile(`--- FAIL|\bFAIL[:\t ]|(?i:\bexpected\b|\bwant(?:ed)?\b|\bassert|_test\.go\b|\bpanic:)|\bTest[A-Z0-9_]\w*`)
 	genericReset   = regexp.MustCompile(`(?i)\b(?:retry after|try again (?:in|at)|retry in|resets?(?: at| in| on)?)\s+\S|\bretry-after:\s*\d`)
 )
+
+// hintWords: every built-in pattern and the generic rule's limit statement
+// contains one of them (lower case, ASCII), so a text with none of them
+// skips those regexps: the common case, an ordinary error, stays cheap.
+var hintWords = []string{"limit", "quota", "429", "too many requests", "spend cap", "credits", "extra usage"}
+
+func hasHint(s string) bool {
+	for _, w := range hintWords {
+		if containsFold(s, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains sub, ASCII letters compared
+// without case; sub is lower case.
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	first := sub[0]
+	for i := 0; i+n <= len(s); i++ {
+		if s[i]|0x20 != first && s[i] != first {
+			continue
+		}
+		j := 1
+		for ; j < n; j++ {
+			c := s[i+j]
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
