@@ -29,6 +29,15 @@ type Verdict struct {
 	Text string
 }
 
+// Until is how long to wait from now for the limit to lift: until ResetAt,
+// or fallback when the reset is unknown; never negative.
+func (v Verdict) Until(now time.Time, fallback time.Duration) time.Duration {
+	if v.ResetAt.IsZero() {
+		return max(fallback, 0)
+	}
+	return max(v.ResetAt.Sub(now), 0)
+}
+
 // Sources that are not patterns.
 const (
 	SourceRateLimitEvent = "sign:rate_limit_event"
@@ -358,6 +367,9 @@ func (d *Detector) Line(line []byte, now time.Time) Verdict {
 				v := d.text(text, now, false)
 				if !v.Limited {
 					v.Text = excerpt(text, 0)
+					if v.Text == "" {
+						v.Text = "api_error_status 429"
+					}
 					if t, ok := findReset(text, now, d.zone); ok {
 						v.ResetAt = t
 					}

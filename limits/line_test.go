@@ -39,6 +39,7 @@ func TestLine(t *testing.T) {
 		{"system init", `{"type":"system","subtype":"init","session_id":"s1","tools":["Bash"]}`, false, "", never},
 		{"plain text line", `You've hit your limit · resets 3:30am (Europe/Moscow)`, true, "pattern:hit-your-limit", utc(2026, 3, 11, 0, 30, 0)},
 		{"broken JSON read as text", `{"type":"result","result":"You've hit your limit · resets 3am (UTC)"`, true, "pattern:hit-your-limit", utc(2026, 3, 11, 3, 0, 0)},
+		{"429 result without text", `{"type":"result","subtype":"success","is_error":true,"api_error_status":429}`, true, SourceAPIErrorStatus, never},
 		{"blank", "   \r", false, "", never},
 	}
 	for _, tc := range cases {
@@ -128,4 +129,11 @@ func TestReaderSkipsOverlongLines(t *testing.T) {
 	_, ok = r.Feed([]byte(big+"\n"), now)
 	assert.False(t, ok)
 	assert.Equal(t, 0, r.Lines())
+}
+
+func TestUntil(t *testing.T) {
+	assert.Equal(t, 2*time.Hour, Verdict{Limited: true, ResetAt: now.Add(2 * time.Hour)}.Until(now, time.Hour))
+	assert.Equal(t, time.Duration(0), Verdict{Limited: true, ResetAt: now.Add(-time.Minute)}.Until(now, time.Hour))
+	assert.Equal(t, time.Hour, Verdict{Limited: true}.Until(now, time.Hour))
+	assert.Equal(t, time.Duration(0), Verdict{Limited: true}.Until(now, -time.Hour))
 }
