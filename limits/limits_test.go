@@ -26,6 +26,8 @@ func TestTextForms(t *testing.T) {
 		// Claude Code.
 		{"claude unix", "Claude AI usage limit reached|1773158400", "pattern:claude-usage-limit-unix", utc(2026, 3, 10, 16, 0, 0)},
 		{"claude unix milliseconds", "Claude AI usage limit reached|1773158400000", "pattern:claude-usage-limit-unix", utc(2026, 3, 10, 16, 0, 0)},
+		{"claude older wording", "Claude usage limit reached. Your limit will reset at 3pm (Europe/London).", "pattern:claude-usage-limit", utc(2026, 3, 10, 15, 0, 0)},
+		{"reached your limit", "You've reached your usage limit · resets 9pm (UTC)", "pattern:hit-your-limit", utc(2026, 3, 10, 21, 0, 0)},
 		{"claude no reset", "Claude AI usage limit reached.", "pattern:claude-usage-limit", never},
 		{"hit your limit Moscow", "You've hit your limit · resets 3:30am (Europe/Moscow)", "pattern:hit-your-limit", utc(2026, 3, 11, 0, 30, 0)},
 		{"typographic apostrophe", "You’ve hit your limit · resets 3:30am (Europe/Moscow)", "pattern:hit-your-limit", utc(2026, 3, 11, 0, 30, 0)},

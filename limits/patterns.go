@@ -62,12 +62,12 @@ func DefaultPatterns() []Pattern {
 
 var defaults = mustCompile([]Pattern{
 	// Claude Code, older: the reset as Unix seconds after a bar.
-	{Name: "claude-usage-limit-unix", Match: `claude ai usage limit reached\|(?P<reset>\d{9,13})`, Reset: ResetUnix},
-	{Name: "claude-usage-limit", Match: `claude ai usage limit reached`},
+	{Name: "claude-usage-limit-unix", Match: `claude(?: ai| code)? usage limit reached\|(?P<reset>\d{9,13})`, Reset: ResetUnix},
+	{Name: "claude-usage-limit", Match: `claude(?: ai| code)? usage limit reached`},
 	// Claude Code: "You've hit your limit · resets 3:30am (Europe/Moscow)",
 	// "You've hit your session limit ...", "You've hit your weekly limit";
 	// Codex: "You've hit your usage limit. ... try again at 3:42 PM."
-	{Name: "hit-your-limit", Match: `you(?:'|’)?ve hit your (?:[a-z0-9-]+ ){0,2}limit\b`},
+	{Name: "hit-your-limit", Match: `you(?:'|’)?ve (?:hit|reached) your (?:[a-z0-9-]+ ){0,2}limit\b`},
 	// Claude Code: "5-hour limit reached ∙ resets 12pm", "Weekly limit
 	// reached", "Opus weekly limit reached".
 	{Name: "claude-window-limit-reached", Match: `\b(?:5-hour|five-hour|session|daily|weekly|opus|sonnet)(?: (?:weekly|session|usage))? limit reached\b`},
