@@ -153,9 +153,7 @@ func TestDeliveredOnceDespiteRetries(t *testing.T) {
 // all, the same.
 func TestDeadReceiverLosesNothing(t *testing.T) {
 	failing := serve(t, newReceiver(func(string, int) int { return http.StatusBadGateway }))
-	gone := serve(t, http.NotFoundHandler())
-	goneURL := gone.URL
-	gone.Close()
+	goneURL := "http://127.0.0.1:1/hook" // a privileged port nothing listens on
 	refusing := serve(t, newReceiver(func(string, int) int { return http.StatusBadRequest }))
 
 	for _, tc := range []struct {
