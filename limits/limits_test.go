@@ -59,7 +59,8 @@ func TestTextForms(t *testing.T) {
 		{"generic try again in", "stream error: rate limit exceeded. Try again in 17 seconds.", "pattern:generic", now.Add(17 * time.Second)},
 		{"generic resets at zone", "usage limit exceeded, resets at 4pm (Europe/Paris)", "pattern:generic", utc(2026, 3, 10, 15, 0, 0)},
 		{"generic resets no zone", "quota exceeded; resets 23:15", "pattern:generic", utc(2026, 3, 10, 23, 15, 0)},
-		{"generic date on", "rate limit reached: you can continue on 2026-04-01 at 00:00 UTC", "pattern:generic", never},
+		{"generic date on", "rate limit reached: you can continue on 2026-04-01 at 00:00 UTC", "pattern:generic", utc(2026, 4, 1, 0, 0, 0)},
+		{"generic month date on", "monthly quota exceeded; access returns on Apr 1 at 9am (Europe/Paris)", "pattern:generic", utc(2026, 4, 1, 7, 0, 0)},
 		{"generic resets on date", "quota exhausted, resets on 2026-04-01 at 00:00 UTC", "pattern:generic", utc(2026, 4, 1, 0, 0, 0)},
 		{"generic retry-after header", "HTTP 429 Too Many Requests\nRetry-After: 120\n", "pattern:generic", never},
 		{"generic header same line", "HTTP 429 Too Many Requests; Retry-After: 120", "pattern:generic", now.Add(2 * time.Minute)},
@@ -68,9 +69,9 @@ func TestTextForms(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Default().Text(tc.text, now)
-			if tc.name == "generic date on" || tc.name == "generic retry-after header" {
-				// "continue on <date>" is no reset phrase, a header on the
-				// next line is no statement on this one: not a limit.
+			if tc.name == "generic retry-after header" {
+				// a header on the next line is no statement on this one:
+				// not a limit.
 				assert.False(t, v.Limited, "%+v", v)
 				return
 			}

@@ -192,7 +192,7 @@ func compileOne(p Pattern) (compiled, error) {
 var (
 	limitStatement = regexp.MustCompile(`(?i)\b(?:rate|usage)[ _-]?limit(?:ed\b|s? (?:reached|exceeded|hit)\b)|\btoo many requests\b|\b429\b|\bquota (?:exceeded|reached|exhausted)\b|\blimit (?:reached|exceeded)\b|\bout of (?:credits|quota)\b`)
 	testOutput     = regexp.MustCompile(`--- FAIL|\bFAIL[:\t ]|(?i:\bexpected\b|\bwant(?:ed)?\b|\bassert|_test\.go\b|\bpanic:)|\bTest[A-Z0-9_]\w*`)
-	genericReset   = regexp.MustCompile(`(?i)\b(?:retry after|try again (?:in|at)|retry in|resets?(?: at| in| on)?)\s+\S|\bretry-after:\s*\d`)
+	genericReset   = regexp.MustCompile(`(?i)\b(?:retry after|try again (?:in|at)|retry in|resets?(?: at| in| on)?)\s+\S|\bretry-after:\s*\d|\bon\s+(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d)`)
 )
 
 // hintWords: every built-in pattern and the generic rule's limit statement
