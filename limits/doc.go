@@ -31,7 +31,10 @@
 // seconds", "resets at 4pm (Europe/Paris)") counts only on a line that also
 // states a limit ("rate limit exceeded", "429", "too many requests", "quota
 // exceeded", ...) and does not read like test output ("--- FAIL", "expected",
-// "want", "assert", a TestXxx name). A text that merely mentions a rate limit,
+// "want", "assert", a TestXxx name), in a text that is not a check's or a
+// test run's output as a whole (a conductor's "check failed: ..." error, go
+// test, pytest, cargo or npm output): those are the project's programs
+// talking, never the agent's provider. A text that merely mentions a rate limit,
 // such as "test TestRateLimit failed" or "expected rate limit 10 got 5", is
 // not a usage limit; user patterns that would match such texts are refused.
 //

@@ -235,6 +235,9 @@ func group(re *regexp.Regexp, s string, m []int, name string) string {
 
 // generic applies the generic rule line by line.
 func (d *Detector) generic(s string, now time.Time) Verdict {
+	if checkOutput.MatchString(s) {
+		return Verdict{}
+	}
 	for start := 0; start < len(s); {
 		end := strings.IndexByte(s[start:], '\n')
 		if end < 0 {

@@ -108,6 +108,13 @@ func TestTextNotALimit(t *testing.T) {
 		"HTTP 429 Too Many Requests",
 		"error: usage: limit must be a positive integer",
 		"You have reached the end of the file",
+		// A check's output is the project's programs talking, never the
+		// agent's provider: the generic rule does not read it, even on a
+		// line without test words.
+		"check failed: cmd_succeeds: exit 1: 2026/03/10 14:00:01 limiter: rate limit exceeded, retry in 100ms",
+		"=== RUN   TestBurst\n2026/03/10 14:00:01 limiter: rate limit exceeded, retry in 100ms\n--- FAIL: TestBurst (0.10s)",
+		"Traceback (most recent call last):\n  File \"client.py\", line 9\nRateLimitError: 429 Too Many Requests, retry after 2s",
+		"test result: FAILED. 3 passed; 1 failed\nthread 'limits' panicked: quota exceeded, try again in 5 seconds",
 		"hit the limit of 10 retries",
 	) {
 		v := Default().Text(s, now)

@@ -192,7 +192,12 @@ func compileOne(p Pattern) (compiled, error) {
 var (
 	limitStatement = regexp.MustCompile(`(?i)\b(?:rate|usage)[ _-]?limit(?:ed\b|s? (?:reached|exceeded|hit)\b)|\btoo many requests\b|\b429\b|\bquota (?:exceeded|reached|exhausted)\b|\blimit (?:reached|exceeded)\b|\bout of (?:credits|quota)\b`)
 	testOutput     = regexp.MustCompile(`--- FAIL|\bFAIL[:\t ]|(?i:\bexpected\b|\bwant(?:ed)?\b|\bassert|_test\.go\b|\bpanic:)|\bTest[A-Z0-9_]\w*`)
-	genericReset   = regexp.MustCompile(`(?i)\b(?:retry after|try again (?:in|at)|retry in|resets?(?: at| in| on)?)\s+\S|\bretry-after:\s*\d|\bon\s+(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d)`)
+	// checkOutput marks a whole text as the output of a check or a test
+	// run (a conductor's "check failed: ..." error, go test, pytest, cargo,
+	// npm): the project's own programs talking, never the agent's
+	// provider, so the generic rule does not read it at all.
+	checkOutput  = regexp.MustCompile(`(?im)^\s*check failed:|^=== RUN\b|^--- FAIL\b|^FAIL\t|^Traceback \(most recent call last\)|\btest result: FAILED\b|\bpanicked\b|\bAssertionError\b|^npm ERR!|^\s*\d+ (?:failed|failing)\b`)
+	genericReset = regexp.MustCompile(`(?i)\b(?:retry after|try again (?:in|at)|retry in|resets?(?: at| in| on)?)\s+\S|\bretry-after:\s*\d|\bon\s+(?:\d{4}-\d{2}-\d{2}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d)`)
 )
 
 // hintWords: every built-in pattern and the generic rule's limit statement
