@@ -45,6 +45,13 @@ var kindRank = map[Kind]int{
 	KindStartRun: 4, KindStart: 5, KindBlock: 6, KindIgnore: 7,
 }
 
+// StaleLimit is how many boards in a row older than the cursor the intake
+// ignores before it takes karvi's _version as having gone back for good
+// (board.json restored or replaced) and reads the board as a new baseline.
+// One feed rarely delivers boards out of order, so a few in a row mean
+// karvi's count restarted.
+const StaleLimit = 3
+
 // Action is one thing a tick asks for.
 type Action struct {
 	Kind      Kind   `json:"kind"`
@@ -69,13 +76,22 @@ type Action struct {
 // carrying out the actions: a claim is recorded once and never made again.
 //
 // A snapshot older than one already seen (a lower _version) yields no
-// action and no change.
+// action; only StaleLimit of them in a row make a new baseline.
 func Reconcile(b Board, st State, cfg Config) ([]Action, State) {
+	var rebase *Action
 	if b.Version < st.Version {
-		return []Action{{Kind: KindIgnore, Reason: fmt.Sprintf("stale board: _version %d is older than %d already seen", b.Version, st.Version)}}, st
+		if st.Stale+1 < StaleLimit {
+			next := st.clone()
+			next.Stale++
+			return []Action{{Kind: KindIgnore, Reason: fmt.Sprintf("stale board: _version %d is older than %d already seen", b.Version, st.Version)}}, next
+		}
+		rebase = &Action{Kind: KindIgnore, Reason: fmt.Sprintf("karvi's _version went back from %d to %d for %d boards in a row (board restored or replaced?): reading it as the new baseline", st.Version, b.Version, StaleLimit)}
 	}
 	r := reconciler{b: b, cfg: cfg, next: st.clone(), index: map[string]int{}}
-	r.next.Version = b.Version
+	r.next.Version, r.next.Stale = b.Version, 0
+	if rebase != nil {
+		r.add(*rebase)
+	}
 	for i, t := range b.TaskPlan.Tasks {
 		if _, dup := r.index[t.ID]; dup {
 			r.add(Action{Kind: KindIgnore, TaskID: t.ID, Reason: "duplicate task id on the board: only the first is read"})

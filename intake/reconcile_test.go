@@ -62,7 +62,9 @@ func TestReconcileStaleBoard(t *testing.T) {
 	require.Len(t, acts, 1)
 	assert.Equal(t, KindIgnore, acts[0].Kind)
 	assert.Equal(t, "stale board: _version 4 is older than 5 already seen", acts[0].Reason)
-	assert.Equal(t, st, st2)
+	assert.Equal(t, st.Claims, st2.Claims)
+	assert.Equal(t, int64(5), st2.Version)
+	assert.Equal(t, 1, st2.Stale)
 }
 
 func TestReconcileCancelAbortsOnce(t *testing.T) {
@@ -325,4 +327,28 @@ func TestStateEncodes(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.Equal(t, st, back)
 	assert.Equal(t, st, st.Ended("nope", StatusCompleted), "an unknown task's end changes nothing")
+}
+
+// karvi's _version can go back for good (board.json restored or replaced):
+// after StaleLimit boards in a row older than the cursor, the intake takes
+// the board as its new baseline rather than ignoring karvi forever.
+func TestReconcileVersionWentBack(t *testing.T) {
+	_, st := Reconcile(board(50, task("A", StatusDispatched)), State{}, Config{})
+	restored := board(3, task("A", StatusDispatched), task("B", StatusDispatched))
+	var acts []Action
+	for i := 1; i < StaleLimit; i++ {
+		acts, st = Reconcile(restored, st, Config{})
+		require.Equal(t, []string{"ignore "}, kinds(acts), "stale #%d", i)
+	}
+	acts, st = Reconcile(restored, st, Config{})
+	require.Equal(t, []string{"start B", "ignore "}, kinds(acts))
+	assert.Contains(t, acts[1].Reason, "_version went back from 50 to 3")
+	assert.Equal(t, int64(3), st.Version)
+	assert.Zero(t, st.Stale)
+	// A fresh board in between resets the count.
+	_, st = Reconcile(board(9, task("A", StatusDispatched), task("B", StatusInProgress)), st, Config{})
+	_, st = Reconcile(board(8), st, Config{})
+	assert.Equal(t, 1, st.Stale)
+	_, st = Reconcile(board(10, task("A", StatusDispatched), task("B", StatusInProgress)), st, Config{})
+	assert.Zero(t, st.Stale)
 }

@@ -24,9 +24,11 @@ const (
 type State struct {
 	// Version is the highest board _version seen: an older snapshot is
 	// stale and Reconcile takes no action on it.
-	Version int64      `json:"version"`
-	Claims  []Claim    `json:"claims,omitempty"`
-	Runs    []RunClaim `json:"runs,omitempty"`
+	Version int64 `json:"version"`
+	// Stale counts the boards in a row older than Version (see StaleLimit).
+	Stale  int        `json:"stale,omitempty"`
+	Claims []Claim    `json:"claims,omitempty"`
+	Runs   []RunClaim `json:"runs,omitempty"`
 }
 
 // Claim is one task the intake has taken.
@@ -101,7 +103,7 @@ func (s State) Ended(taskID, final string) State {
 }
 
 func (s State) clone() State {
-	out := State{Version: s.Version}
+	out := State{Version: s.Version, Stale: s.Stale}
 	out.Claims = append([]Claim(nil), s.Claims...)
 	sort.SliceStable(out.Claims, func(i, j int) bool { return out.Claims[i].TaskID < out.Claims[j].TaskID })
 	for _, r := range s.Runs {
