@@ -219,7 +219,10 @@ func DecodeBoard(data []byte) (Board, error) {
 func decodeTask(raw json.RawMessage, i int) Task {
 	var t Task
 	if err := json.Unmarshal(raw, &t); err != nil {
-		t = Task{ID: probeID(raw)}
+		// Keep what routes the task (id, status, runtimeHint, projectId,
+		// history) so a task of ours is blocked with the field named
+		// rather than passed over as someone else's.
+		t = probe(raw)
 		if t.ID == "" {
 			t.ID = fmt.Sprintf("tasks[%d]", i)
 		}
@@ -234,17 +237,21 @@ func decodeTask(raw json.RawMessage, i int) Task {
 	return t
 }
 
-func probeID(raw json.RawMessage) string {
-	var p struct {
-		ID any `json:"id"`
+// probe reads the routing fields of a task whose other fields do not
+// decode, each on its own so one wrong type does not hide the others.
+func probe(raw json.RawMessage) Task {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return Task{}
 	}
-	if json.Unmarshal(raw, &p) != nil {
-		return ""
-	}
-	if s, ok := p.ID.(string); ok {
+	str := func(name string) string {
+		var s string
+		_ = json.Unmarshal(fields[name], &s)
 		return s
 	}
-	return ""
+	t := Task{ID: str("id"), Status: str("status"), RuntimeHint: str("runtimeHint"), ProjectID: str("projectId"), Assignee: str("assignee")}
+	_ = json.Unmarshal(fields["history"], &t.History)
+	return t
 }
 
 // decodeProblem turns a decoder error into "field: must be X, got Y".

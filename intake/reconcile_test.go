@@ -352,3 +352,32 @@ func TestReconcileVersionWentBack(t *testing.T) {
 	_, st = Reconcile(board(10, task("A", StatusDispatched), task("B", StatusInProgress)), st, Config{})
 	assert.Zero(t, st.Stale)
 }
+
+// A task of ours with a field of the wrong type is blocked with the field
+// named, not passed over as if routed elsewhere.
+func TestReconcileUndecodableTaskOfOursIsBlocked(t *testing.T) {
+	b, err := DecodeBoard([]byte(`{"_version":1,"taskPlan":{"tasks":[
+		{"id":"B","title":"bad","status":"dispatched","runtimeHint":"edda","depends":"A"},
+		{"id":"C","title":"other","status":"dispatched","runtimeHint":"openclaw","depends":"A"}]}}`))
+	require.NoError(t, err)
+	acts, st := Reconcile(b, State{}, Config{})
+	require.Equal(t, []string{"block B"}, kinds(acts))
+	assert.Equal(t, "task B: depends: must be an array, got string", acts[0].Reason)
+	c, _ := st.Claim("B")
+	assert.Equal(t, PhaseRefused, c.Phase)
+}
+
+// A task sent back whose fields no longer make a plan is blocked with the
+// field named, as one of its attempts, not claimed anew.
+func TestReconcileRedispatchWithBadPlanBlocks(t *testing.T) {
+	_, st := Reconcile(board(1, task("A", StatusDispatched, "dispatched")), State{}, Config{})
+	st = st.Ended("A", StatusCompleted)
+	back := task("A", StatusInProgress, "dispatched", "in_progress", "completed", "needs_revision", "in_progress")
+	back.Skill = "Bad Skill"
+	acts, st := Reconcile(board(2, back), st, Config{})
+	require.Equal(t, []string{"block A"}, kinds(acts))
+	assert.Equal(t, 2, acts[0].Attempt)
+	assert.Contains(t, acts[0].Reason, "task A: skill: ")
+	c, _ := st.Claim("A")
+	assert.Equal(t, PhaseRefused, c.Phase)
+}
