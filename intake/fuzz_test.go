@@ -225,10 +225,18 @@ func tick(t *testing.T, b Board, st *State, cfg Config, claimedOnce map[string]b
 					t.Fatalf("start of %s in status %s", id, task.Status)
 				}
 				if wasClaimed {
-					if prior.Phase != PhaseRefused || a.Kind == KindStartRun {
+					// Taken again after the board sent a refused task
+					// back, or a redispatch whose plan is now bad: both
+					// act on the claim, neither claims anew.
+					again := prior.Phase == PhaseRefused && a.Kind != KindStartRun
+					badRedispatch := prior.Phase == PhaseEnded && a.Kind == KindBlock
+					if !again && !badRedispatch {
 						t.Fatalf("%s of %s, already claimed (%s)", a.Kind, id, prior.Phase)
 					}
-					continue // taken again after the board sent a refused task back
+					if a.Attempt != prior.Attempt+1 {
+						t.Fatalf("%s of %s: attempt %d after %d", a.Kind, id, a.Attempt, prior.Attempt)
+					}
+					continue
 				}
 				if claimedOnce[id] {
 					t.Fatalf("%s claimed twice", id)
