@@ -1,0 +1,136 @@
+package intake
+
+import "sort"
+
+// Phases of a claim.
+const (
+	// PhaseRunning: the task's workflow (or its run) was started and has
+	// not been reported ended.
+	PhaseRunning = "running"
+	// PhaseEnded: the workflow ended; the task runs again only when the
+	// board sends it back.
+	PhaseEnded = "ended"
+	// PhaseRefused: the intake took the task and blocked it on karvi with a
+	// reason (bad input, a late joiner of a run); it is never taken again
+	// while karvi keeps it.
+	PhaseRefused = "refused"
+)
+
+// State is what the intake has claimed: small, serialisable, carried by
+// the intake workflow across continue-as-new. Claims are kept sorted by
+// task id, runs by project id, so equal states encode equally. It holds
+// only tasks and projects still on the board: Reconcile forgets an entry
+// once karvi has deleted the task (or project) and nothing runs for it.
+type State struct {
+	// Version is the highest board _version seen: an older snapshot is
+	// stale and Reconcile takes no action on it.
+	Version int64 `json:"version"`
+	// Stale counts the boards in a row older than Version (see StaleLimit).
+	Stale  int        `json:"stale,omitempty"`
+	Claims []Claim    `json:"claims,omitempty"`
+	Runs   []RunClaim `json:"runs,omitempty"`
+}
+
+// Claim is one task the intake has taken.
+type Claim struct {
+	TaskID string `json:"taskId"`
+	// RunWorkflowID is set when the task belongs to a run.
+	RunWorkflowID string `json:"runWorkflowId,omitempty"`
+	Phase         string `json:"phase"`
+	// Attempt counts dispatches: 1 at the claim, one more per redispatch.
+	Attempt int `json:"attempt"`
+	// Mark is the length of the task's history when it was last
+	// dispatched: entries past it were written since.
+	Mark int `json:"mark"`
+	// Final is the status the workflow wrote to karvi when it ended
+	// (completed or blocked).
+	Final string `json:"final,omitempty"`
+	// Settled records that the board showed the task at its final status
+	// (or past it: reviewing, needs_revision, approved) after the workflow
+	// ended, so a later in_progress is a send-back even when the history no
+	// longer shows it.
+	Settled bool `json:"settled,omitempty"`
+	// Aborted records that an abort was asked, so it is asked once.
+	Aborted bool   `json:"aborted,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// RunClaim is one project turned into a run.
+type RunClaim struct {
+	ProjectID  string   `json:"projectId"`
+	WorkflowID string   `json:"workflowId"`
+	Tasks      []string `json:"tasks"`
+	Paused     bool     `json:"paused,omitempty"`
+	// Refused is set when the project could not become a run; it is
+	// reported once.
+	Refused string `json:"refused,omitempty"`
+}
+
+// Claim returns the claim of a task.
+func (s State) Claim(taskID string) (Claim, bool) {
+	i := sort.Search(len(s.Claims), func(i int) bool { return s.Claims[i].TaskID >= taskID })
+	if i < len(s.Claims) && s.Claims[i].TaskID == taskID {
+		return s.Claims[i], true
+	}
+	return Claim{}, false
+}
+
+// Run returns the run claim of a project.
+func (s State) Run(projectID string) (RunClaim, bool) {
+	for _, r := range s.Runs {
+		if r.ProjectID == projectID {
+			return r, true
+		}
+	}
+	return RunClaim{}, false
+}
+
+// Ended records that a claimed task's workflow ended after writing final
+// (the status it left the task in on karvi: completed or blocked). An
+// unknown task or a claim not running is left as it is, so a late or
+// repeated report is harmless. The workflow must write final only as its
+// last status write: a board that shows it is then past the end.
+func (s State) Ended(taskID, final string) State {
+	out := s.clone()
+	for i := range out.Claims {
+		if out.Claims[i].TaskID == taskID && out.Claims[i].Phase == PhaseRunning {
+			out.Claims[i].Phase = PhaseEnded
+			out.Claims[i].Final = final
+			out.Claims[i].Settled = false
+		}
+	}
+	return out
+}
+
+func (s State) clone() State {
+	out := State{Version: s.Version, Stale: s.Stale}
+	out.Claims = append([]Claim(nil), s.Claims...)
+	sort.SliceStable(out.Claims, func(i, j int) bool { return out.Claims[i].TaskID < out.Claims[j].TaskID })
+	for _, r := range s.Runs {
+		r.Tasks = append([]string(nil), r.Tasks...)
+		out.Runs = append(out.Runs, r)
+	}
+	return out
+}
+
+func (s *State) put(c Claim) {
+	i := sort.Search(len(s.Claims), func(i int) bool { return s.Claims[i].TaskID >= c.TaskID })
+	if i < len(s.Claims) && s.Claims[i].TaskID == c.TaskID {
+		s.Claims[i] = c
+		return
+	}
+	s.Claims = append(s.Claims, Claim{})
+	copy(s.Claims[i+1:], s.Claims[i:])
+	s.Claims[i] = c
+}
+
+func (s *State) putRun(r RunClaim) {
+	for i := range s.Runs {
+		if s.Runs[i].ProjectID == r.ProjectID {
+			s.Runs[i] = r
+			return
+		}
+	}
+	s.Runs = append(s.Runs, r)
+	sort.Slice(s.Runs, func(i, j int) bool { return s.Runs[i].ProjectID < s.Runs[j].ProjectID })
+}
