@@ -128,6 +128,9 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 	if err := d.run(ctx); err != nil {
 		return DeliverResult{}, err
 	}
+	if err := d.applySpend(ctx); err != nil {
+		return DeliverResult{}, err
+	}
 	d.res.Brief = d.brief
 	d.res.Job = d.checkpointTally(ctx)
 	return d.res, nil
