@@ -293,6 +293,11 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 			return nil
 		}
 	}
+	if swept := d.a.sweepLeftovers(ctx, d.req.Plan, d.req.Handle); swept != "" {
+		if err := d.note(ctx, "sweep", swept); err != nil {
+			return err
+		}
+	}
 	d.res.ConductorEnd = endOf(d.req.Plan, d.req.Handle, exitCode, d.explain)
 	return nil
 }
