@@ -25,7 +25,13 @@ const maxTranscriptLine = 4 << 20
 // run, failed attempts included) and, per phase, the costs the agents'
 // transcripts report. ok is false when state.json cannot be read.
 func conductorSpend(plan PlanInfo) (mapping.Spend, bool) {
-	data, err := os.ReadFile(plan.StatePath)
+	return ConductorSpend(plan.StatePath)
+}
+
+// ConductorSpend is conductorSpend for the state.json at statePath (its
+// transcripts beside it): what a test expects the brief to show.
+func ConductorSpend(statePath string) (mapping.Spend, bool) {
+	data, err := os.ReadFile(statePath)
 	if err != nil {
 		return mapping.Spend{}, false
 	}
@@ -36,7 +42,7 @@ func conductorSpend(plan PlanInfo) (mapping.Spend, bool) {
 	total := cs.TotalCostUSD
 	return mapping.Spend{
 		TotalUSD: &total,
-		ByPhase:  transcriptCosts(filepath.Join(filepath.Dir(plan.StatePath), transcriptsDir)),
+		ByPhase:  transcriptCosts(filepath.Join(filepath.Dir(statePath), transcriptsDir)),
 		Culprit:  mapping.SpendCulprit(cs),
 	}, true
 }
