@@ -120,6 +120,9 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	if err := d.run(ctx); err != nil {
 		return StartAttemptResult{}, err
 	}
+	if err := d.applySpend(ctx); err != nil {
+		return StartAttemptResult{}, err
+	}
 	d.res.Brief = d.brief
 	d.res.Job = d.checkpointTally(ctx)
 	res.Delivery = &d.res

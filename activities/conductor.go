@@ -113,6 +113,31 @@ func (a *Activities) AbortConductor(ctx context.Context, req AbortRequest) error
 	return nil
 }
 
+// sweepLeftovers ends what a gone conductor left running in its process
+// group: edda kills only its direct child on a phase timeout and nothing
+// when it dies itself, so an agent (or the agent's children) may outlive
+// it. It returns a sentence for the brief when something was swept, ""
+// otherwise; a sweep that fails is logged and left to the next look.
+func (a *Activities) sweepLeftovers(ctx context.Context, plan PlanInfo, h ConductorHandle) string {
+	grace := a.Config.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	n, err := proc.Sweep(ctx, h.proc(), grace)
+	if err != nil {
+		activityLogger(ctx).Warn("processes the conductor left could not be swept",
+			"plan", plan.Summary.Name, "pgid", h.PGID, "error", err)
+	}
+	if n == 0 {
+		return ""
+	}
+	msg := fmt.Sprintf("the conductor of %s left %d process(es) running in its process group %d; stopped them",
+		plan.Summary.Name, n, h.PGID)
+	activityLogger(ctx).Warn("swept what the conductor left", "plan", plan.Summary.Name,
+		"pgid", h.PGID, "processes", n)
+	return msg
+}
+
 // secretEnv names environment variables of the worker that must not reach the
 // conductor and its agents: the karvi token and the payload codec key.
 var secretEnv = []string{"KARVI_API_TOKEN", "KARVI_TEMPORAL_CODEC_KEY"}
@@ -133,4 +158,10 @@ func conductorEnv(extra []string) []string {
 		}
 	}
 	return append(env, extra...)
+}
+
+// note adds a line of the bridge's own to the brief's log and sends it.
+func (d *delivery) note(ctx context.Context, action, detail string) error {
+	c := d.brief.Note(time.Now().UTC().Format(time.RFC3339), action, detail)
+	return d.patch(ctx, d.enc.Patch(&d.brief, c))
 }

@@ -128,6 +128,9 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 	if err := d.run(ctx); err != nil {
 		return DeliverResult{}, err
 	}
+	if err := d.applySpend(ctx); err != nil {
+		return DeliverResult{}, err
+	}
 	d.res.Brief = d.brief
 	d.res.Job = d.checkpointTally(ctx)
 	return d.res, nil
@@ -288,6 +291,11 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 		if read >= maxDrainBytes {
 			// More is waiting: a checkpoint now, and the next call drains on.
 			return nil
+		}
+	}
+	if swept := d.a.sweepLeftovers(ctx, d.req.Plan, d.req.Handle); swept != "" {
+		if err := d.note(ctx, "sweep", swept); err != nil {
+			return err
 		}
 	}
 	d.res.ConductorEnd = endOf(d.req.Plan, d.req.Handle, exitCode, d.explain)

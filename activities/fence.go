@@ -78,6 +78,16 @@ func (a *Activities) StopRun(ctx context.Context, r LiveRun) error {
 	if grace <= 0 {
 		grace = 10 * time.Second
 	}
+	// A run whose conductor is gone has only what it left behind (an
+	// agent, or an agent's children): that is a sweep, and says so.
+	if n, err := proc.Sweep(ctx, r.Handle.proc(), grace); err != nil || n > 0 {
+		if err != nil {
+			return fmt.Errorf("sweep the group %d of %s: %w", r.Handle.PGID, r.Plan, err)
+		}
+		activityLogger(ctx).Warn("swept what a gone conductor left", "task", r.TaskID, "plan", r.Plan,
+			"pgid", r.Handle.PGID, "processes", n)
+		return nil
+	}
 	if err := proc.Stop(ctx, r.Handle.proc(), grace); err != nil {
 		return fmt.Errorf("stop conductor group %d of %s: %w", r.Handle.PGID, r.Plan, err)
 	}

@@ -104,6 +104,7 @@ func (d *delivery) checkpointTally(ctx context.Context) *jobview.Tally {
 	t := d.tally()
 	if s, ok := readJobState(d.req.Plan.StatePath); ok {
 		t.ObserveState(s)
+		t.ObserveSpend(transcriptCosts(filepath.Join(filepath.Dir(d.req.Plan.StatePath), transcriptsDir)))
 	}
 	if d.res.Outcome == nil && !d.res.Exited {
 		return t

@@ -156,6 +156,7 @@ func (a *Activities) TailEvents(ctx context.Context, req TailRequest) (TailResul
 		// so the workflow keeps draining before it decides the outcome.
 		return res, nil
 	}
+	a.sweepLeftovers(ctx, req.Plan, req.Handle)
 	res.ConductorEnd = endOf(req.Plan, req.Handle, st.ExitCode, explain)
 	return res, nil
 }

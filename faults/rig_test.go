@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 )
@@ -79,6 +80,11 @@ func (r *rig) reduced(taskID, plan string) mapping.BriefState {
 		require.NoError(t, err, "event at offset %d", at)
 		ev.Pos = mapping.Position{Offset: at}
 		st.Reduce(ev)
+	}
+	// What the conductor spent (state.json, transcripts) raises the costs
+	// at the delivery's last checkpoint, as it does in the runtime.
+	if sp, ok := activities.ConductorSpend(filepath.Join(filepath.Dir(r.EventsPath(taskID, plan)), "state.json")); ok {
+		st.ApplySpend(sp)
 	}
 	return st
 }

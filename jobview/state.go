@@ -14,6 +14,9 @@ import (
 type State struct {
 	PlanStatus string       `json:"plan_status"`
 	Phases     []StatePhase `json:"phases"`
+	// TotalCostUSD is what the conductor spent so far: edda adds every
+	// agent call to it before the checks run, failed tries included.
+	TotalCostUSD *float64 `json:"total_cost_usd"`
 }
 
 // StatePhase is one phase of state.json. Attempts is the try the phase is

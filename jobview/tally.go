@@ -72,7 +72,8 @@ type Tally struct {
 	// stands for Model.
 	Usage []Usage     `json:"usage,omitempty"`
 	Costs []ModelCost `json:"costs,omitempty"`
-	// PlanCostUSD is the plan's total as plan_completed reported it: more
+	// PlanCostUSD is the plan's total as the conductor reports it
+	// (state.json at a checkpoint, plan_completed at the end): more
 	// than the phases' costs when failed tries cost something, which no
 	// phase event reports.
 	PlanCostUSD *float64 `json:"planCostUsd,omitempty"`
@@ -324,8 +325,7 @@ func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
 	case mapping.EventPlanCompleted:
 		t.Completed = true
 		if c := ev.TotalCostUSD; c != nil && *c >= 0 {
-			total := *c
-			t.PlanCostUSD = &total
+			t.raisePlanCost(*c)
 		}
 	case mapping.EventPlanAborted:
 		t.log("plan aborted")
@@ -361,6 +361,9 @@ func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
 // what it says of a try whose end is not yet known waits for that end.
 func (t *Tally) ObserveState(s State) {
 	t.Verifying = false
+	if c := s.TotalCostUSD; c != nil && *c > 0 {
+		t.raisePlanCost(*c)
+	}
 	for _, sp := range s.Phases {
 		ph := t.existing(sp.ID)
 		if ph == nil {
@@ -586,4 +589,37 @@ func (t *Tally) ObserveLog(data []byte) (malformed int) {
 		t.Observe(ev, u)
 	}
 	return malformed
+}
+
+// raisePlanCost records the conductor's total; spending never goes down.
+func (t *Tally) raisePlanCost(total float64) {
+	if t.PlanCostUSD == nil || total > *t.PlanCostUSD {
+		t.PlanCostUSD = &total
+	}
+}
+
+// ObserveSpend raises each phase's cost to what the agents' transcripts
+// say it spent over all its tries (phase events report only a passing
+// try's), and puts what the plan's total has beyond the phases on the
+// last phase whose last try failed or runs: the steps then add up to the
+// job's cost.
+func (t *Tally) ObserveSpend(byPhase map[string]float64) {
+	var sum float64
+	culprit := -1
+	for i := range t.Phases {
+		p := &t.Phases[i]
+		if c, ok := byPhase[p.ID]; ok && c > p.CostUSD {
+			p.CostUSD = c
+		}
+		sum += p.CostUSD
+		if last := p.last(); last != nil && last.Status != TryPassed {
+			culprit = i
+		}
+	}
+	if t.PlanCostUSD == nil || culprit < 0 {
+		return
+	}
+	if rest := roundMicros(*t.PlanCostUSD - sum); rest > 0 {
+		t.Phases[culprit].CostUSD += rest
+	}
 }

@@ -259,7 +259,9 @@ func (s *BriefState) Reduce(ev Event) (Change, bool) {
 		d := ev.DurationMS
 		phase.DurationMS = &d
 		if ev.CostUSD != nil {
-			cost := *ev.CostUSD
+			// The phase's failed attempts may already count (ApplySpend):
+			// the passing attempt's own cost never lowers the phase's.
+			cost := max(*ev.CostUSD, s.Brief.Cost.ByPhase[ev.PhaseID])
 			phase.CostUSD = &cost
 			s.Brief.Cost.ByPhase[ev.PhaseID] = cost
 			pf |= ChangedCost | ChangedPhaseCost
@@ -325,6 +327,9 @@ func (s *BriefState) Reduce(ev Event) (Change, bool) {
 				total += s.Brief.Cost.ByPhase[id]
 			}
 			total = roundCents(total)
+		}
+		if prev := s.Brief.Cost.TotalUSD; prev != nil && *prev > total {
+			total = *prev // state.json said more at a checkpoint
 		}
 		s.Brief.Cost.TotalUSD = &total
 		c.Fields |= ChangedTotalCost

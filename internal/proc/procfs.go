@@ -14,6 +14,7 @@ import (
 // procStat is what this package needs from /proc/<pid>/stat.
 type procStat struct {
 	state     byte // R, S, D, Z, X, ...
+	ppid      int
 	pgrp      int
 	session   int
 	startTime uint64 // clock ticks after boot; unique per pid lifetime
@@ -46,13 +47,14 @@ func parseStat(data []byte) (procStat, error) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return procStat{}, fmt.Errorf("malformed /proc stat line %q", data)
 	}
+	ppid, err0 := strconv.Atoi(f[1])
 	pgrp, err1 := strconv.Atoi(f[2])
 	session, err2 := strconv.Atoi(f[3])
 	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err0, err1, err2, err3); err != nil {
 		return procStat{}, fmt.Errorf("malformed /proc stat line %q: %w", data, err)
 	}
-	return procStat{state: f[0][0], pgrp: pgrp, session: session, startTime: start}, nil
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, session: session, startTime: start}, nil
 }
 
 func (s procStat) running() bool { return s.state != 'Z' && s.state != 'X' }

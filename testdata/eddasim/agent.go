@@ -16,6 +16,7 @@ const (
 	agentTimeout  = "timeout"
 	agentMaxTurns = "max_turns"
 	agentBudget   = "budget_exceeded"
+	agentShutdown = "shutdown" // SIGINT to the conductor
 )
 
 type agentResult struct {
@@ -28,10 +29,26 @@ type agentResult struct {
 const agentChildArg = "__agent"
 
 // runAgentChild is the body of a child agent: sleep, or sleep until killed.
+// With a second argument, a pid file, it first starts a process of its own
+// that outlives it (as an agent's background build or server does), in its
+// process group, and records that process's pid there.
 func runAgentChild(args []string) int {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: eddasim __agent <duration|forever>")
+	if len(args) != 1 && len(args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: eddasim __agent <duration|forever> [LEFT_PID_FILE]")
 		return 2
+	}
+	if len(args) == 2 {
+		exe, err := os.Executable()
+		if err == nil {
+			left := exec.Command(exe, agentChildArg, "forever")
+			if err = left.Start(); err == nil {
+				err = writeAtomic(args[1], []byte(strconv.Itoa(left.Process.Pid)+"\n"))
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "eddasim agent: leaving a process behind: %v\n", err)
+			return 1
+		}
 	}
 	if args[0] == "forever" {
 		// Not `select {}`: with no other goroutine the runtime would report
@@ -64,7 +81,7 @@ func (r *runner) runAgent(ph *Phase, spec simSpec, attempt int) agentResult {
 
 	var doneC <-chan error
 	var child *exec.Cmd
-	if spec.Child {
+	if spec.Child || spec.Orphan {
 		var err error
 		child, doneC, err = r.startChildAgent(ph.ID, spec)
 		if err != nil {
@@ -126,7 +143,7 @@ func (r *runner) runAgent(ph *Phase, spec simSpec, attempt int) agentResult {
 			return agentResult{kind: agentTimeout}
 		case <-r.ctx.Done():
 			stopChild()
-			return agentResult{kind: agentCrash, error: "conductor shutdown"}
+			return agentResult{kind: agentShutdown, error: "conductor shutdown"}
 		}
 	}
 }
@@ -161,8 +178,12 @@ func (r *runner) startChildAgent(phaseID string, spec simSpec) (*exec.Cmd, <-cha
 	if spec.Hang {
 		arg = "forever"
 	}
-	cmd := exec.Command(exe, agentChildArg, arg)
-	cmd.Stderr = os.Stderr
+	args := []string{agentChildArg, arg}
+	if spec.Orphan {
+		args = append(args, filepath.Join(stateDir(r.cwd, r.plan.Name), "left-"+phaseID+".pid"))
+	}
+	cmd := exec.Command(exe, args...)
+	// edda discards its agent's standard error (Stderr nil: /dev/null).
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", exe, err)
 	}

@@ -29,11 +29,27 @@
 // signals no process and writes no event. A running `run` notices the abort
 // before starting its next phase or attempt and never overwrites it.
 //
+// As edda's, a run stops at a failed or stale phase until `conduct retry`
+// resets it. A phase a dead conductor left running is left alone: within
+// its timeout a new run exits 0 doing nothing; past it the run prints
+// `Plan blocked: phase "x" is Some(Stale)` but saves nothing, and retry and
+// skip refuse a running phase, so the plan cannot be continued.
+//
+// Every agent call's cost is added to state.json's total_cost_usd before
+// the checks run; phase_failed carries no cost. Each phase attempt leaves
+// its agent's stream-json in transcripts/{phase}-{first 8 of the session
+// id}.jsonl (system init, assistant text, and a result line with
+// total_cost_usd, usage and the result text when the agent finished). The
+// agent's standard error is discarded.
+//
 // Exit codes: 0 for every plan outcome (completed, blocked, timed out,
 // budget exceeded, aborted, interrupted by SIGINT); 1 for an error such as
 // an invalid plan ("Error: ..." on stderr); 2 for a usage error; 3 when a
-// `die` directive simulates a conductor crash. SIGTERM is not handled: the
-// process dies at once, leaving state.json as it was, like a killed edda.
+// `die` directive simulates a conductor crash. SIGINT is graceful: the
+// agent is killed, phase_failed "conductor shutdown" recorded and the phase
+// put back to pending whatever attempts are left, so a later run continues.
+// SIGTERM is not handled: the process dies at once, leaving state.json as
+// it was (the phase running), and its agent, like a killed edda.
 //
 // # Scenarios
 //
@@ -65,6 +81,8 @@
 //	edit=PATH         a finished attempt appends a line naming the plan, phase and attempt to
 //	                  PATH (relative to the cwd) and commits it when the cwd is a git work tree
 //	child             the agent's wait runs in a child process (same process group)
+//	orphan            as child, and the agent starts a process that outlives it (its pid in
+//	                  left-{phase}.pid); edda stops neither when the conductor ends
 //	strict            plan-wide: persist plan_status exactly as edda does and ignore
 //	                  `conduct abort` while running (see below)
 //
@@ -77,7 +95,8 @@
 // state.json reads "pending" while later phases run and is never saved as
 // "blocked" (only runner-status.json says blocked); it also never re-reads
 // state.json, so its next save undoes a concurrent `conduct abort`. By
-// default the simulator writes the status a reader expects (running,
-// blocked, completed, aborted) and honours aborts; `strict` reproduces
-// edda's on-disk behaviour so consumers can be tested against it.
+// default the simulator writes running while a phase is under way and, as
+// edda, pending (never blocked) for a blocked plan, and it honours aborts;
+// `strict` reproduces edda's on-disk behaviour fully so consumers can be
+// tested against it.
 package main

@@ -278,5 +278,6 @@ func describeSpec(s simSpec) string {
 	parts = append(parts, "checks="+s.Checks)
 	add(s.Events > 0, "events=%d", s.Events)
 	add(s.Child, "child")
+	add(s.Orphan, "orphan")
 	return strings.Join(parts, " ")
 }

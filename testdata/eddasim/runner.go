@@ -49,8 +49,12 @@ func (r *runner) effectiveStatus() string {
 		return st.PlanStatus
 	}
 	switch d := derivePlanStatus(st.Phases); d {
-	case planRunning, planBlocked:
+	case planRunning:
 		return d
+	case planBlocked:
+		// edda never saves "blocked": a blocked plan reads pending and
+		// its phases say what happened.
+		return planPending
 	}
 	if st.StartedAt != nil {
 		return planRunning
@@ -89,10 +93,13 @@ func (r *runner) runnerStatus(current string) {
 	writeRunnerStatus(r.cwd, &snapshot, current)
 }
 
-// detectStale marks phases left running by a dead conductor as stale once
-// their timeout has passed since they started.
-func (r *runner) detectStale() error {
-	changed := false
+// staleLeftover is the first phase a dead conductor left running (or
+// checking) whose timeout has passed since it started, "" when none.
+// Like edda, the run then says the plan is blocked by it and stops, but
+// never saves the phase as stale: within the timeout the phase is left
+// alone, and `conduct retry`/`skip` refuse a running phase, so such a plan
+// cannot be continued through the CLI.
+func (r *runner) staleLeftover() string {
 	now := time.Now()
 	for i := range r.state.Phases {
 		ps := &r.state.Phases[i]
@@ -105,16 +112,10 @@ func (r *runner) detectStale() error {
 		}
 		limit := time.Duration(r.plan.staleTimeoutSec(r.plan.phase(ps.ID))) * time.Second
 		if now.Sub(started) > limit {
-			ps.Status = phaseStale
-			ps.Error = &ErrorInfo{ErrorType: errTimeout, Message: "phase was running when conductor stopped", Retryable: true, Timestamp: nowRFC3339()}
-			changed = true
+			return ps.ID
 		}
 	}
-	if !changed {
-		return nil
-	}
-	r.runnerStatus("")
-	return r.save()
+	return ""
 }
 
 func (r *runner) findNextPhase() string {
@@ -154,8 +155,9 @@ func (r *runner) recordCost(c *float64) {
 // run is the conductor loop. It returns only errors edda would surface
 // (state files that cannot be written); every plan outcome is exit 0.
 func (r *runner) run() error {
-	if err := r.detectStale(); err != nil {
-		return err
+	if id := r.staleLeftover(); id != "" {
+		r.notify("Plan blocked: phase %q is Some(Stale). Use retry/skip/abort.", id)
+		return nil
 	}
 	if r.state.StartedAt == nil {
 		r.state.StartedAt = strPtr(nowRFC3339())
@@ -274,7 +276,9 @@ func (r *runner) runPhase(id string) error {
 		os.Exit(dieExitCode)
 	}
 
+	tr := r.openTranscript(id)
 	res := r.runAgent(ph, spec, attempt)
+	tr.finish(id, attempt, res)
 	elapsed := func() int64 { return time.Since(start).Milliseconds() }
 
 	switch res.kind {
@@ -323,6 +327,22 @@ func (r *runner) runPhase(id string) error {
 		}
 		r.say("  ⏰ Phase %q timed out (%s)", id, time.Since(start).Round(time.Millisecond))
 		r.log.record("phase_failed", evPhaseFailed{PhaseID: id, Attempt: attempt, DurationMS: elapsed(), Error: "timed out", ErrorType: errTimeout})
+		return nil
+
+	case agentShutdown:
+		// edda's Ctrl+C: the agent is killed, the attempt recorded as
+		// failed, and the phase put back to pending whatever attempts are
+		// left, so the next `conduct run` continues the plan.
+		if _, err := r.state.transition(id, phaseRunning, phaseFailed, func(p *PhaseState) {
+			p.Error = &ErrorInfo{ErrorType: errAgentCrash, Message: res.error, Retryable: true, Timestamp: nowRFC3339()}
+		}); err != nil {
+			return err
+		}
+		if _, err := r.state.transition(id, phaseFailed, phasePending, nil); err != nil {
+			return err
+		}
+		r.say("  ✗ Phase %q interrupted (%s)", id, time.Since(start).Round(time.Millisecond))
+		r.log.record("phase_failed", evPhaseFailed{PhaseID: id, Attempt: attempt, DurationMS: elapsed(), Error: res.error, ErrorType: errAgentCrash})
 		return nil
 
 	case agentCrash:

@@ -41,6 +41,9 @@ type simSpec struct {
 	Checks      string // real|pass|fail
 	Events      int
 	Child       bool
+	// Orphan: the agent (a child process) leaves a process of its own
+	// running when it ends, as an agent's background job does.
+	Orphan bool
 	// Edit is a file (relative to the plan's cwd) the agent changes in a
 	// finished attempt, committing it when the cwd is a git work tree.
 	Edit string
@@ -66,7 +69,7 @@ var outcomeKeys = []string{"fail", "crash", "die", "hang", "timeout", "budget", 
 var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
-	"error": true, "checks": true, "events": true, "child": true, "strict": true, "phase": true, "edit": true,
+	"error": true, "checks": true, "events": true, "child": true, "orphan": true, "strict": true, "phase": true, "edit": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -321,6 +324,8 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 			s.Skip, err = true, noValue(k, v)
 		case "child":
 			s.Child, err = true, noValue(k, v)
+		case "orphan":
+			s.Orphan, err = true, noValue(k, v)
 		case "strict":
 			err = noValue(k, v)
 		case "reason":

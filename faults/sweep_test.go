@@ -1,0 +1,94 @@
+//go:build realserver
+
+package faults
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/testrig"
+)
+
+// edda kills only its direct child on a phase timeout, and nothing when
+// it dies itself: an agent's children, or the agent, live on. Whatever a
+// conductor left is swept when the runtime sees it gone, so no process of
+// the attempt is left, and the brief says so.
+
+// leftPID waits for the pid of the process the `orphan` agent of phase
+// leaves behind.
+func leftPID(t *testing.T, r *rig, taskID, plan, phase string) int {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(r.EventsPath(taskID, plan)), "left-"+phase+".pid")
+	var pid int
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(path)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil && pid > 0
+	}, 30*time.Second, 20*time.Millisecond, "no %s", path)
+	return pid
+}
+
+func requireGone(t *testing.T, pid int) {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err == nil {
+		// A zombie (state Z) runs nothing: it only waits to be reaped.
+		f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+		require.Equal(t, "Z", f[0], "process %d left by the agent still runs", pid)
+	}
+}
+
+func requireSweepNote(t *testing.T, r *rig, taskID string) {
+	t.Helper()
+	require.Contains(t, string(r.FileBriefRaw(taskID)), "process(es) running in its process group")
+}
+
+// The agent leaves a process behind and its phase times out: the plan is
+// blocked, the conductor exits 0, and the process is swept.
+func TestTimedOutAgentLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, testrig.Options{})
+	r.Workspace("SW1")
+	run := r.Start(testrig.Dispatch(t, "SW1", "Leaves a build running. [sim phase=implement orphan timeout]"))
+	s := r.WaitPhase("SW1", "implement")
+	pid := leftPID(t, r, "SW1", s.PlanName, "implement")
+	res := r.Result(run)
+	requireBlocked(t, r, "SW1", res)
+	requireGone(t, pid)
+	r.AssertNoOrphans()
+	assertNoConductorGroups(t, r)
+	requireSweepNote(t, r, "SW1")
+}
+
+// The conductor alone is SIGKILLed mid-phase: its agent (and what the
+// agent started) live on until the runtime, seeing the conductor gone,
+// sweeps them.
+func TestKilledConductorLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, testrig.Options{})
+	r.Workspace("SW2")
+	run := r.Start(testrig.Dispatch(t, "SW2", "Killed mid-phase. [sim phase=implement orphan hang=forever]"))
+	s := r.WaitPhase("SW2", "implement")
+	pid := leftPID(t, r, "SW2", s.PlanName, "implement")
+	h := conductorHandle(t, r, "SW2", s.PlanName)
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", h.PID, h.PID))
+	require.NoError(t, err)
+	conductor, err := strconv.Atoi(strings.Fields(string(data))[0])
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(conductor, syscall.SIGKILL))
+
+	res := r.Result(run)
+	requireBlocked(t, r, "SW2", res)
+	requireGone(t, pid)
+	r.AssertNoOrphans()
+	assertNoConductorGroups(t, r)
+	requireSweepNote(t, r, "SW2")
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// edda keeps its agent's raw stream-json, one file per phase attempt, at
+// transcripts/<phase>-<first 8 of the session id>.jsonl in the plan's state
+// directory. The simulated agent writes what Claude Code's would: a system
+// init line, the assistant's text and, when it finished, a result line
+// with its cost, token usage and final text.
+
+type transcript struct {
+	path    string
+	session string
+}
+
+// openTranscript starts the attempt's transcript with the init line.
+// Failures are reported and otherwise ignored, as edda's are.
+func (r *runner) openTranscript(phaseID string) *transcript {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	session := id[:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
+	t := &transcript{
+		path:    filepath.Join(stateDir(r.cwd, r.plan.Name), "transcripts", phaseID+"-"+id[:8]+".jsonl"),
+		session: session,
+	}
+	t.write(map[string]any{"type": "system", "subtype": "init", "session_id": session, "model": "eddasim", "tools": []string{}})
+	return t
+}
+
+// finish writes the assistant's text and, for an agent that returned a
+// result (done, budget, max turns), the result line. A crashed, timed-out
+// or interrupted agent wrote none.
+func (t *transcript) finish(phaseID string, attempt int, res agentResult) {
+	text := fmt.Sprintf("eddasim: phase %s, attempt %d", phaseID, attempt)
+	t.write(map[string]any{"type": "assistant", "session_id": t.session,
+		"message": map[string]any{"role": "assistant", "content": []map[string]any{{"type": "text", "text": text}}}})
+	subtype := ""
+	switch res.kind {
+	case agentDone:
+		subtype = "success"
+	case agentBudget:
+		subtype = "error_max_budget_usd"
+	case agentMaxTurns:
+		subtype = "error_max_turns"
+	default:
+		return
+	}
+	line := map[string]any{"type": "result", "subtype": subtype, "is_error": subtype != "success",
+		"session_id": t.session, "result": text, "num_turns": 1,
+		"usage": map[string]any{"input_tokens": 1000, "output_tokens": 200}}
+	if res.cost != nil {
+		line["total_cost_usd"] = *res.cost
+	}
+	t.write(line)
+}
+
+func (t *transcript) write(v any) {
+	data, err := json.Marshal(v)
+	if err == nil {
+		if err = os.MkdirAll(filepath.Dir(t.path), 0o755); err == nil {
+			err = appendLine(t.path, append(data, '\n'))
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "eddasim: transcript %s: %v\n", t.path, err)
+	}
+}
