@@ -32,16 +32,43 @@ type BudgetState struct {
 	Notes []NoteSignal `json:"notes,omitempty"`
 }
 
-// listenForNotes queues the notes the task's run sends.
+// versionNotesInline names the change that reads notes where they are
+// used instead of in a coroutine of their own: the root coroutine runs
+// first in a workflow task, so a note that came with the checkpoint before
+// continue-as-new reached that coroutine only after the state was handed
+// over, and was lost.
+const versionNotesInline = "notes-inline"
+
+// listenForNotes makes the notes the task's run sends reach the state:
+// read where they are applied and before continue-as-new (takeNotes), or,
+// in histories recorded before that, queued by a coroutine.
 func (r *taskRun) listenForNotes() {
-	ch := workflow.GetSignalChannel(r.ctx, SignalNote)
+	r.noteCh = workflow.GetSignalChannel(r.ctx, SignalNote)
+	if workflow.GetVersion(r.ctx, versionNotesInline, workflow.DefaultVersion, 1) >= 1 {
+		r.notesInline = true
+		return
+	}
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
 			var n NoteSignal
-			ch.Receive(gctx, &n)
+			r.noteCh.Receive(gctx, &n)
 			r.st.Budget.Notes = append(r.st.Budget.Notes, n)
 		}
 	})
+}
+
+// takeNotes queues the notes delivered so far, without blocking.
+func (r *taskRun) takeNotes() {
+	if !r.notesInline {
+		return
+	}
+	for {
+		var n NoteSignal
+		if !r.noteCh.ReceiveAsync(&n) {
+			return
+		}
+		r.st.Budget.Notes = append(r.st.Budget.Notes, n)
+	}
 }
 
 // betweenDeliveries runs at a checkpoint that did not end the attempt.
@@ -53,6 +80,7 @@ func (r *taskRun) betweenDeliveries() (bool, error) {
 }
 
 func (r *taskRun) applyNotes() {
+	r.takeNotes()
 	b := &r.st.Budget
 	if len(b.Notes) == 0 {
 		return
