@@ -99,13 +99,7 @@ func (r *taskRun) applyNotes() {
 
 // taskSpent is what every attempt of the task spent, the current included.
 func (r *taskRun) taskSpent() float64 {
-	total := spent(r.st.Current.Brief)
-	for _, f := range r.st.Finished {
-		if f.CostUSD != nil && f.Attempt != r.st.Current.N {
-			total += *f.CostUSD
-		}
-	}
-	return total
+	return r.st.finishedSpent(spent(r.st.Current.Brief), r.st.Current.N)
 }
 
 // reportSpend tells the run what the current attempt has spent, when it
@@ -179,6 +173,9 @@ func (r *taskRun) cost() taskapi.Cost {
 	}
 	var sum costs.Summary
 	cur := r.st.Current
+	if e := r.st.Earlier; e.CostUSD > 0 {
+		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill, TotalUSD: e.CostUSD})
+	}
 	for _, f := range r.st.Finished {
 		if f.Attempt == cur.N || f.CostUSD == nil {
 			continue

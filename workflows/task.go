@@ -321,7 +321,7 @@ func (r *taskRun) nextAttempt() {
 
 func (r *taskRun) endAttempt(ended, lastError string) {
 	metrics.AttemptEnded(workflow.GetMetricsHandler(r.ctx), ended)
-	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
+	r.st.addFinished(r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 	r.releaseSlot(ended)
 }
 
