@@ -502,3 +502,32 @@ func (d *delivery) deliveredIn(held map[string]any) (n int, matched bool, err er
 	}
 	return found, true, nil
 }
+
+// CatchUpRequest asks what the sink holds of an attempt's brief past the
+// workflow's checkpoint Brief.
+type CatchUpRequest struct {
+	TaskID string             `json:"taskId"`
+	Brief  mapping.BriefState `json:"brief"`
+}
+
+// CatchUpResult is the sink's brief when it is a later state of the
+// attempt's (mapping.AheadOf), nil otherwise.
+type CatchUpResult struct {
+	Brief *mapping.Brief `json:"brief,omitempty"`
+}
+
+// CatchUpBrief reads the sink's brief for an attempt whose host was lost:
+// its delivery there may have sent patches the workflow never heard of,
+// and the patch that settles the attempt must start from them. It runs on
+// any worker (the sink is shared) and writes nothing.
+func (a *Activities) CatchUpBrief(ctx context.Context, req CatchUpRequest) (CatchUpResult, error) {
+	held, err := a.Sink.CurrentBrief(ctx, req.TaskID)
+	if err != nil {
+		return CatchUpResult{}, sinkError("read the brief of task "+req.TaskID, err)
+	}
+	b, ok := mapping.AheadOf(held, &req.Brief)
+	if !ok {
+		return CatchUpResult{}, nil
+	}
+	return CatchUpResult{Brief: &b}, nil
+}

@@ -49,3 +49,48 @@ func TestBriefStaysBoundedWhateverTheEvents(t *testing.T) {
 		})
 	}
 }
+
+// AheadOf finds a sink's brief that goes on past ours, including once the
+// sink's log is full and dropped our oldest entries; anything else is not.
+func TestAheadOf(t *testing.T) {
+	entry := func(i int) LogEntry {
+		return LogEntry{Time: "t", Agent: "conductor", Action: "x", Detail: strings.Repeat("d", i%7) + string(rune('a'+i%26))}
+	}
+	state := func(n, limit int) BriefState {
+		s := NewBriefState("T5", PlanSummary{Name: "p", PhaseIDs: []string{"a"}})
+		s.LogLimit = limit
+		for i := 0; i < n; i++ {
+			s.appendLogEntry(entry(i))
+		}
+		return s
+	}
+	held := func(s BriefState) map[string]any {
+		data, err := json.Marshal(s.Brief)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(data, &m))
+		return m
+	}
+	ours := state(3, 5)
+	cases := []struct {
+		name string
+		sink BriefState
+		want bool
+	}{
+		{"ours exactly", state(3, 5), false},
+		{"two more", state(5, 5), true},
+		{"full, dropped our oldest", state(7, 5), true},
+		{"older", state(2, 5), false},
+		{"another plan", func() BriefState { s := state(5, 5); s.Brief.Plan.Name = "q"; return s }(), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, ok := AheadOf(held(c.sink), &ours)
+			require.Equal(t, c.want, ok)
+			if ok {
+				require.Equal(t, c.sink.Brief.Log, b.Log)
+			}
+		})
+	}
+	require.False(t, func() bool { _, ok := AheadOf(nil, &ours); return ok }())
+}

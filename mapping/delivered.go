@@ -147,3 +147,50 @@ func holdsAnything(held map[string]any) bool {
 	}
 	return false
 }
+
+// AheadOf reads a brief a sink holds (decoded JSON) as a later state of
+// ours: the same plan, and a log that goes on past our last entry. It is
+// how an attempt whose host was lost learns what its delivery there sent
+// after the workflow's last checkpoint, so the patch that settles the
+// attempt keeps it instead of taking the sink's brief back. ok is false
+// when the sink holds ours, something older, or something else.
+func AheadOf(held map[string]any, ours *BriefState) (Brief, bool) {
+	if held == nil {
+		return Brief{}, false
+	}
+	data, err := json.Marshal(held)
+	if err != nil {
+		return Brief{}, false
+	}
+	var b Brief
+	if err := json.Unmarshal(data, &b); err != nil || b.Plan.Name != ours.Brief.Plan.Name {
+		return Brief{}, false
+	}
+	limit := ours.LogLimit
+	if limit <= 0 {
+		limit = DefaultLogLimit
+	}
+	log := ours.Brief.Log
+	// The sink's log is the tail of ours followed by k >= 1 entries ours
+	// lacks; only a full log may have dropped some of ours.
+	for k := 1; k <= len(b.Log); k++ {
+		m := len(b.Log) - k
+		if m > len(log) || m < len(log) && len(b.Log) < limit {
+			continue
+		}
+		if slices.Equal(b.Log[:m], log[len(log)-m:]) {
+			b.Meta = ours.Brief.Meta
+			if b.Phases == nil {
+				b.Phases = map[string]BriefPhase{}
+			}
+			if b.Cost.ByPhase == nil {
+				b.Cost.ByPhase = map[string]float64{}
+			}
+			if b.Artifacts == nil {
+				b.Artifacts = []string{}
+			}
+			return b, true
+		}
+	}
+	return Brief{}, false
+}

@@ -68,6 +68,10 @@ type Attempt struct {
 	Job *jobview.Tally `json:"job,omitempty"`
 	// Slot is the attempt's agent slot, once it asked for one.
 	Slot *SlotHold `json:"slot,omitempty"`
+	// SinkAhead: the attempt's host was lost while a delivery there may
+	// have sent patches past the checkpoint; the settling patch starts from
+	// what the sink holds (deliver.go, catchUp).
+	SinkAhead bool `json:"sinkAhead,omitempty"`
 	// Host runs the attempt's conductor: its activities go to that host's
 	// queue (fleet.go). Empty before the attempt started, or when it was
 	// started by a worker without a host.

@@ -447,6 +447,7 @@ func (r *taskRun) settleBrief(o mapping.Outcome) {
 	if len(a.Brief.PhaseOrder) == 0 {
 		return // no brief was ever sent for this task
 	}
+	r.catchUp()
 	// An attempt ended before its plan was written still shows the brief
 	// of the attempt before, which the sink holds: that is what settles.
 	settled := a.Brief.Clone()
