@@ -81,8 +81,15 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		return StartAttemptResult{}, err
 	}
 	sendSkeleton, sendStatus := true, true
-	if activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 {
-		n, matched, err := d.delivered(ctx)
+	retried := activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
+	// What the sink holds decides what is sent: on a retry, how far the
+	// earlier try got; otherwise whether an earlier brief must be wiped.
+	held, err := d.held(ctx)
+	if err != nil {
+		return StartAttemptResult{}, err
+	}
+	if retried {
+		n, matched, err := d.deliveredIn(held)
 		if err != nil {
 			return StartAttemptResult{}, err
 		}
@@ -91,15 +98,27 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		}
 	}
 	if sendSkeleton {
+		d.brief.ForgetHeld(held)
 		if err := d.patch(ctx, d.enc.Init(&d.brief)); err != nil {
 			return StartAttemptResult{}, err
 		}
-		res.SinkProblem = d.res.SinkProblem
 	}
+	res.SinkProblem = d.res.SinkProblem
 	if sendStatus {
 		u := base
 		u.Status, u.DispatchState = mapping.TaskDispatched, mapping.DispatchStateFor(mapping.PlanPending)
-		if err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) }); err != nil {
+		err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) })
+		var appErr *temporal.ApplicationError
+		switch {
+		case err == nil:
+		case retried && errors.As(err, &appErr) && appErr.NonRetryable():
+			// An earlier try may have started the conductor already: failing
+			// now would leave it running with no workflow to stop it. The
+			// refusal is recorded, and the attempt goes on as it would after
+			// a refused patch.
+			d.res.SinkProblem = err.Error()
+			res.SinkProblem = err.Error()
+		default:
 			return StartAttemptResult{}, err
 		}
 	}

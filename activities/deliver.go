@@ -442,10 +442,38 @@ func (d *delivery) skipDelivered(ctx context.Context) error {
 // so at most one state matches. matched is false when the sink has no
 // brief or one that matches none of them.
 func (d *delivery) delivered(ctx context.Context) (n int, matched bool, err error) {
+	held, err := d.held(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	return d.deliveredIn(held)
+}
+
+// held is the sink's brief, nil when it has none or refused to show it
+// (the refusal is recorded as a sink problem).
+func (d *delivery) held(ctx context.Context) (map[string]any, error) {
 	held, err := d.a.Sink.CurrentBrief(ctx, d.req.TaskID)
 	if err != nil {
-		return 0, false, sinkError("read the brief of task "+d.req.TaskID, err)
+		err = sinkError("read the brief of task "+d.req.TaskID, err)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || !appErr.NonRetryable() {
+			return nil, err
+		}
+		// A refusal for good (a rotated token, a task gone from the board)
+		// is what an ordinary delivery records and goes past: failing here
+		// would fail the task and leave its conductor running unwatched.
+		// Nothing is known of the sink, so delivery sends again from the
+		// checkpoint, and patch records the refusal if it stands.
+		d.res.SinkProblem = err.Error()
+		activity.GetLogger(ctx).Warn("the sink refused to show its brief; delivering again from the checkpoint",
+			"task", d.req.TaskID, "error", err)
+		return nil, nil
 	}
+	return held, nil
+}
+
+// deliveredIn is delivered for a brief already read.
+func (d *delivery) deliveredIn(held map[string]any) (n int, matched bool, err error) {
 	if held == nil {
 		return 0, false, nil
 	}
@@ -481,4 +509,33 @@ func (d *delivery) delivered(ctx context.Context) (n int, matched bool, err erro
 		return 0, false, nil
 	}
 	return found, true, nil
+}
+
+// CatchUpRequest asks what the sink holds of an attempt's brief past the
+// workflow's checkpoint Brief.
+type CatchUpRequest struct {
+	TaskID string             `json:"taskId"`
+	Brief  mapping.BriefState `json:"brief"`
+}
+
+// CatchUpResult is the sink's brief when it is a later state of the
+// attempt's (mapping.AheadOf), nil otherwise.
+type CatchUpResult struct {
+	Brief *mapping.Brief `json:"brief,omitempty"`
+}
+
+// CatchUpBrief reads the sink's brief for an attempt whose host was lost:
+// its delivery there may have sent patches the workflow never heard of,
+// and the patch that settles the attempt must start from them. It runs on
+// any worker (the sink is shared) and writes nothing.
+func (a *Activities) CatchUpBrief(ctx context.Context, req CatchUpRequest) (CatchUpResult, error) {
+	held, err := a.Sink.CurrentBrief(ctx, req.TaskID)
+	if err != nil {
+		return CatchUpResult{}, sinkError("read the brief of task "+req.TaskID, err)
+	}
+	b, ok := mapping.AheadOf(held, &req.Brief)
+	if !ok {
+		return CatchUpResult{}, nil
+	}
+	return CatchUpResult{Brief: &b}, nil
 }

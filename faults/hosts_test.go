@@ -343,8 +343,8 @@ func (f *fleetRig) ranOnce(id string, a workflows.AttemptSummary) []map[string]a
 // routedToHosts asserts from the task's history that its activities ran
 // where they belong: each StartAttempt on the shared queue, taken by the
 // host its attempt names; every DeliverEvents and AbortConductor after it
-// on that host's queue, taken by that host; status writes on the shared
-// queue. It returns how many activities went to a host's queue.
+// on that host's queue, taken by that host; status writes, and the read of
+// the sink's brief after a host loss, on the shared queue. It returns how many activities went to a host's queue.
 func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
 	t := f.T()
 	t.Helper()
@@ -358,7 +358,7 @@ func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
 			typ, queue := a.GetActivityType().GetName(), a.GetTaskQueue().GetName()
 			s := scheduled{typ: typ, queue: queue}
 			switch typ {
-			case "StartAttempt", "SetTaskStatus":
+			case "StartAttempt", "SetTaskStatus", "CatchUpBrief":
 				if typ == "StartAttempt" {
 					attempt++
 					require.LessOrEqual(t, attempt, len(res.Attempts), "%s: more starts than attempts", id)

@@ -22,6 +22,14 @@ const (
 // stay bounded.
 const DefaultLogLimit = 500
 
+// MaxLogDetailBytes bounds one log entry's detail; longer text is cut at a
+// rune boundary and marked. An event's texts may be 4 KB each and a detail
+// joins up to three, so without it 500 entries could reach megabytes: the
+// brief travels in every delivery's input and result in workflow history,
+// where the server ends a workflow whose payload passes 2 MB. The phase
+// keeps the error or reason whole.
+const MaxLogDetailBytes = 256
+
 // Brief is the task's brief on karvi, field for field as docs/contract.md
 // (5.1) lists it.
 type Brief struct {
@@ -385,6 +393,7 @@ func (s *BriefState) appendLog(ev Event, detail string) {
 }
 
 func (s *BriefState) appendLogEntry(e LogEntry) {
+	e.Detail = truncate(e.Detail, MaxLogDetailBytes)
 	limit := s.LogLimit
 	if limit <= 0 {
 		limit = DefaultLogLimit

@@ -3,6 +3,7 @@ package mapping
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 )
 
 // SinkHolds reports whether a brief as a sink holds it (decoded JSON) says
@@ -77,4 +78,119 @@ func withoutNulls(v any) any {
 		return out
 	}
 	return v
+}
+
+// ForgetHeld prepares a new attempt's skeleton to replace a brief the sink
+// already holds (decoded JSON, nil for none): one an earlier workflow of
+// the task left, on this host or another, or karvi's own. A sink merges a
+// PATCH into what it holds and cannot delete a key, so unless the held
+// brief is empty the skeleton must reset every field the reducer writes
+// and null the held phases this plan lacks (ForgetPrevious). An empty or
+// absent brief keeps the plain skeleton.
+func (s *BriefState) ForgetHeld(held map[string]any) {
+	if !holdsAnything(held) {
+		return
+	}
+	var prev BriefState
+	if phases, ok := held["phases"].(map[string]any); ok {
+		for id, p := range phases {
+			if p != nil {
+				prev.PhaseOrder = append(prev.PhaseOrder, id)
+			}
+		}
+	}
+	if cost, ok := held["cost"].(map[string]any); ok {
+		if by, ok := cost["by_phase"].(map[string]any); ok {
+			for id, v := range by {
+				if v != nil && !slices.Contains(prev.PhaseOrder, id) {
+					prev.PhaseOrder = append(prev.PhaseOrder, id)
+				}
+			}
+		}
+	}
+	slices.Sort(prev.PhaseOrder) // map order is random; the body is not
+	s.ForgetPrevious(prev)
+}
+
+// holdsAnything reports whether a held brief carries anything the reducer
+// writes, beyond a skeleton's defaults.
+func holdsAnything(held map[string]any) bool {
+	if held == nil {
+		return false
+	}
+	for _, k := range []string{"phases", "currentPhase", "cost", "log", "artifacts"} {
+		switch v := withoutNulls(held[k]).(type) {
+		case nil:
+		case map[string]any:
+			if k == "cost" {
+				if by, _ := v["by_phase"].(map[string]any); len(by) > 0 || v["total_usd"] != nil {
+					return true
+				}
+				continue
+			}
+			if len(v) > 0 {
+				return true
+			}
+		case []any:
+			if len(v) > 0 {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	if n, ok := held["completedPhases"].(float64); ok && n != 0 {
+		return true
+	}
+	if plan, ok := held["plan"].(map[string]any); ok && plan["budget_usd"] != nil {
+		return true
+	}
+	return false
+}
+
+// AheadOf reads a brief a sink holds (decoded JSON) as a later state of
+// ours: the same plan, and a log that goes on past our last entry. It is
+// how an attempt whose host was lost learns what its delivery there sent
+// after the workflow's last checkpoint, so the patch that settles the
+// attempt keeps it instead of taking the sink's brief back. ok is false
+// when the sink holds ours, something older, or something else.
+func AheadOf(held map[string]any, ours *BriefState) (Brief, bool) {
+	if held == nil {
+		return Brief{}, false
+	}
+	data, err := json.Marshal(held)
+	if err != nil {
+		return Brief{}, false
+	}
+	var b Brief
+	if err := json.Unmarshal(data, &b); err != nil || b.Plan.Name != ours.Brief.Plan.Name {
+		return Brief{}, false
+	}
+	limit := ours.LogLimit
+	if limit <= 0 {
+		limit = DefaultLogLimit
+	}
+	log := ours.Brief.Log
+	// The sink's log is the tail of ours followed by k >= 1 entries ours
+	// lacks; only a full log may have dropped some of ours.
+	for k := 1; k <= len(b.Log); k++ {
+		m := len(b.Log) - k
+		if m > len(log) || m < len(log) && len(b.Log) < limit {
+			continue
+		}
+		if slices.Equal(b.Log[:m], log[len(log)-m:]) {
+			b.Meta = ours.Brief.Meta
+			if b.Phases == nil {
+				b.Phases = map[string]BriefPhase{}
+			}
+			if b.Cost.ByPhase == nil {
+				b.Cost.ByPhase = map[string]float64{}
+			}
+			if b.Artifacts == nil {
+				b.Artifacts = []string{}
+			}
+			return b, true
+		}
+	}
+	return Brief{}, false
 }

@@ -159,7 +159,13 @@ func readEvents(ctx context.Context, cl client.Client, taskQueue string, src eve
 			return page, nil
 		}
 		var appErr *temporal.ApplicationError
-		if ctx.Err() != nil || errors.As(err, &appErr) || try >= readRetries {
+		renewing := errors.As(err, &appErr) && appErr.Type() == taskapi.ErrReaderRenewing
+		if renewing {
+			// The reader lets its reads under way finish (at most
+			// MaxEventsWait) and continues as new: not a failure.
+			try = 0
+		}
+		if ctx.Err() != nil || appErr != nil && !renewing || try >= readRetries {
 			// The read itself failed (a bad offset, a broken store): final.
 			return taskapi.EventsPage{}, fmt.Errorf("read the events of %s from byte %d: %s", src.what, off, rootCause(err))
 		}

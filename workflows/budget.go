@@ -32,16 +32,43 @@ type BudgetState struct {
 	Notes []NoteSignal `json:"notes,omitempty"`
 }
 
-// listenForNotes queues the notes the task's run sends.
+// versionNotesInline names the change that reads notes where they are
+// used instead of in a coroutine of their own: the root coroutine runs
+// first in a workflow task, so a note that came with the checkpoint before
+// continue-as-new reached that coroutine only after the state was handed
+// over, and was lost.
+const versionNotesInline = "notes-inline"
+
+// listenForNotes makes the notes the task's run sends reach the state:
+// read where they are applied and before continue-as-new (takeNotes), or,
+// in histories recorded before that, queued by a coroutine.
 func (r *taskRun) listenForNotes() {
-	ch := workflow.GetSignalChannel(r.ctx, SignalNote)
+	r.noteCh = workflow.GetSignalChannel(r.ctx, SignalNote)
+	if workflow.GetVersion(r.ctx, versionNotesInline, workflow.DefaultVersion, 1) >= 1 {
+		r.notesInline = true
+		return
+	}
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
 			var n NoteSignal
-			ch.Receive(gctx, &n)
+			r.noteCh.Receive(gctx, &n)
 			r.st.Budget.Notes = append(r.st.Budget.Notes, n)
 		}
 	})
+}
+
+// takeNotes queues the notes delivered so far, without blocking.
+func (r *taskRun) takeNotes() {
+	if !r.notesInline {
+		return
+	}
+	for {
+		var n NoteSignal
+		if !r.noteCh.ReceiveAsync(&n) {
+			return
+		}
+		r.st.Budget.Notes = append(r.st.Budget.Notes, n)
+	}
 }
 
 // betweenDeliveries runs at a checkpoint that did not end the attempt.
@@ -53,6 +80,7 @@ func (r *taskRun) betweenDeliveries() (bool, error) {
 }
 
 func (r *taskRun) applyNotes() {
+	r.takeNotes()
 	b := &r.st.Budget
 	if len(b.Notes) == 0 {
 		return
@@ -71,13 +99,7 @@ func (r *taskRun) applyNotes() {
 
 // taskSpent is what every attempt of the task spent, the current included.
 func (r *taskRun) taskSpent() float64 {
-	total := spent(r.st.Current.Brief)
-	for _, f := range r.st.Finished {
-		if f.CostUSD != nil && f.Attempt != r.st.Current.N {
-			total += *f.CostUSD
-		}
-	}
-	return total
+	return r.st.finishedSpent(spent(r.st.Current.Brief), r.st.Current.N)
 }
 
 // reportSpend tells the run what the current attempt has spent, when it
@@ -151,6 +173,9 @@ func (r *taskRun) cost() taskapi.Cost {
 	}
 	var sum costs.Summary
 	cur := r.st.Current
+	if e := r.st.Earlier; e.CostUSD > 0 {
+		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill, TotalUSD: e.CostUSD})
+	}
 	for _, f := range r.st.Finished {
 		if f.Attempt == cur.N || f.CostUSD == nil {
 			continue

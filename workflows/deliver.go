@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
@@ -247,4 +248,53 @@ func (r *taskRun) statusBase() activities.TaskStatusUpdate {
 		PlanName: r.st.Current.PlanName(),
 		AskedAt:  workflow.Now(r.ctx).UTC().Format(time.RFC3339),
 	}
+}
+
+// catchUpChange versions the read of the sink's brief before an attempt
+// whose host was lost is settled.
+const catchUpChange = "settle-catches-up"
+
+// catchUp makes the attempt's brief what the sink holds of it, when its
+// host was lost while a delivery there may have sent patches past the
+// checkpoint: the settling patch carries the whole log, so starting from
+// the checkpoint would take the sink's brief back and, when the attempt's
+// end is final, lose those entries for good. The read runs on the shared
+// queue; when it fails or the sink holds nothing later, the checkpoint
+// settles as before.
+func (r *taskRun) catchUp() {
+	a := &r.st.Current
+	if !a.SinkAhead || a.Plan == nil {
+		return
+	}
+	a.SinkAhead = false
+	if workflow.GetVersion(r.ctx, catchUpChange, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	var res activities.CatchUpResult
+	err := workflow.ExecuteActivity(catchUpOptions(r.ctx, "read what the sink holds of "+a.PlanName()),
+		acts.CatchUpBrief, activities.CatchUpRequest{TaskID: r.st.Dispatch.TaskID, Brief: a.Brief}).Get(r.ctx, &res)
+	if err != nil {
+		r.log.Warn("the sink's brief could not be read; settling from the checkpoint", "error", err)
+		return
+	}
+	if res.Brief != nil {
+		a.Brief.Brief = *res.Brief
+		r.showDetails()
+	}
+}
+
+// catchUpOptions: a read of the sink, retried briefly; an attempt's end
+// does not wait on a sink outage for it.
+func catchUpOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: 15 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Second,
+			MaximumAttempts:        5,
+			NonRetryableErrorTypes: []string{activities.ErrSinkRejected, activities.ErrNoBrief},
+		},
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
@@ -29,7 +30,7 @@ import (
 func EventsWorkflow(ctx workflow.Context, in taskapi.EventsInput) error {
 	rd := &reader{taskID: in.TaskID, runID: in.StreamOf()}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, taskapi.UpdateReadEvents, rd.read,
-		workflow.UpdateHandlerOptions{Validator: validateRead}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: rd.validate}); err != nil {
 		return fmt.Errorf("register the read update: %w", err)
 	}
 	renew := func() bool {
@@ -42,7 +43,10 @@ func EventsWorkflow(ctx workflow.Context, in taskapi.EventsInput) error {
 		}
 		if renew() {
 			// Reads under way finish first: an Update left in flight by
-			// continue-as-new would fail its client.
+			// continue-as-new would fail its client. New reads are refused
+			// meanwhile (validate), or overlapping polls could hold the
+			// reader here for as long as they come.
+			rd.renewing = true
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
@@ -66,6 +70,19 @@ const (
 type reader struct {
 	taskID, runID string
 	reads         int
+	// renewing: the reader decided to continue as new.
+	renewing bool
+}
+
+// validate refuses a read once the reader decided to continue as new
+// (the client reads again, from the next run), and a read no worker could
+// serve. A refused read is not written to history.
+func (rd *reader) validate(req taskapi.EventsRead) error {
+	if rd.renewing || rd.reads >= readerMaxReads {
+		return temporal.NewApplicationError("the reader is continuing as new: read again",
+			taskapi.ErrReaderRenewing)
+	}
+	return validateRead(req)
 }
 
 func (rd *reader) read(ctx workflow.Context, req taskapi.EventsRead) (taskapi.EventsPage, error) {

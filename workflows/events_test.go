@@ -112,3 +112,44 @@ func TestEventsWorkflowContinuesAsNew(t *testing.T) {
 		require.Equal(t, int64(3*i+3), r.page.Next, "read %d finished before continue-as-new", i)
 	}
 }
+
+// Followers whose long polls overlap keep a read in flight at every
+// moment. Once the reader decided to continue as new it admits no more
+// reads (their clients read again from the new run), so the ones in
+// flight finish and it does continue, instead of serving for as long as
+// the polls overlap while its history grows.
+func TestEventsWorkflowRefusesReadsOnceRenewing(t *testing.T) {
+	env := newEnv(t)
+	env.RegisterWorkflowWithOptions(EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})
+	env.RegisterActivity(acts)
+	served := 0
+	var mu sync.Mutex
+	env.OnActivity(acts.ReadEvents, mock.Anything, mock.Anything).After(10 * time.Second).Return(
+		func(_ context.Context, req activities.ReadEventsRequest) (activities.ReadEventsResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			served++
+			return activities.ReadEventsResult{Next: req.Offset}, nil
+		})
+	first := make([]updateResult, readerMaxReads)
+	late := make([]updateResult, 120)
+	env.RegisterDelayedCallback(func() {
+		for i := range first {
+			read(env, fmt.Sprint("r", i), taskapi.EventsRead{Offset: 0, Wait: time.Second}, &first[i])
+		}
+	}, time.Second)
+	// Two followers, each polling again every 5 s with 10 s polls.
+	for i := range late {
+		env.RegisterDelayedCallback(func() {
+			read(env, fmt.Sprint("late", i), taskapi.EventsRead{Offset: 0, Wait: time.Second}, &late[i])
+		}, time.Second+time.Duration(i+1)*5*time.Second)
+	}
+	env.ExecuteWorkflow(taskapi.EventsWorkflowName, taskapi.EventsInput{TaskID: "T5"})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "%v", env.GetWorkflowError())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, readerMaxReads, served, "reads admitted after the reader decided to continue as new")
+	require.Error(t, late[0].rejected)
+	require.Contains(t, late[0].rejected.Error(), "continuing as new")
+}

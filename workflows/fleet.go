@@ -96,6 +96,7 @@ func (r *taskRun) loseHost() {
 	o := hostLostOutcome(a.Host, r.currentPhase())
 	r.log.Warn("host lost; starting the task anew elsewhere", "host", a.Host, "plan", a.PlanName(),
 		"grace", r.st.Tuning.HostGraceOrDefault().String())
+	a.SinkAhead = true
 	r.settleBrief(o)
 	r.stepAttemptEnded(EndedHostLost, o.LastError)
 	r.endAttempt(EndedHostLost, o.LastError)
@@ -115,4 +116,5 @@ func (r *taskRun) leaveHost() {
 	a := &r.st.Current
 	r.log.Warn("host lost while stopping its conductor; leaving it to the fence", "host", a.Host, "plan", a.PlanName())
 	a.Conductor = nil
+	a.SinkAhead = true
 }

@@ -20,6 +20,9 @@ type State struct {
 	// Finished summarises every attempt that ended, oldest first (the last
 	// one too, once the task ended).
 	Finished []AttemptSummary `json:"finished,omitempty"`
+	// Earlier totals the finished attempts no longer in Finished, which
+	// keeps only the latest maxFinished.
+	Earlier EarlierAttempts `json:"earlier,omitzero"`
 	// TaskStatus is the last status written to the sink.
 	TaskStatus mapping.TaskStatus `json:"taskStatus,omitempty"`
 	Signals    SignalState        `json:"signals"`
@@ -65,6 +68,10 @@ type Attempt struct {
 	Job *jobview.Tally `json:"job,omitempty"`
 	// Slot is the attempt's agent slot, once it asked for one.
 	Slot *SlotHold `json:"slot,omitempty"`
+	// SinkAhead: the attempt's host was lost while a delivery there may
+	// have sent patches past the checkpoint; the settling patch starts from
+	// what the sink holds (deliver.go, catchUp).
+	SinkAhead bool `json:"sinkAhead,omitempty"`
 	// Host runs the attempt's conductor: its activities go to that host's
 	// queue (fleet.go). Empty before the attempt started, or when it was
 	// started by a worker without a host.
@@ -100,6 +107,50 @@ func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
 	}
 	s.Job = a.endedTally(ended, lastError)
 	return s
+}
+
+// maxFinished bounds the attempt summaries a task keeps: each one travels
+// in every continue-as-new input, the status query and the result.
+const maxFinished = 50
+
+// EarlierAttempts totals the finished attempts folded out of Finished.
+type EarlierAttempts struct {
+	Attempts int     `json:"attempts,omitempty"`
+	Events   int     `json:"events,omitempty"`
+	CostUSD  float64 `json:"costUsd,omitempty"`
+}
+
+// addFinished records an ended attempt, folding the oldest summaries into
+// Earlier once more than maxFinished are kept.
+func (st *State) addFinished(s AttemptSummary) {
+	st.Finished = append(st.Finished, s)
+	drop := len(st.Finished) - maxFinished
+	if drop <= 0 {
+		return
+	}
+	for _, f := range st.Finished[:drop] {
+		st.Earlier.Attempts++
+		st.Earlier.Events += f.Events
+		if f.CostUSD != nil {
+			st.Earlier.CostUSD += *f.CostUSD
+		}
+	}
+	st.Finished = append([]AttemptSummary(nil), st.Finished[drop:]...)
+}
+
+// finishedSpent adds to total what the finished attempts spent, except
+// attempt n (the current one, once it ended too). The sum runs in the
+// order it always did, so a replayed budget check decides the same.
+func (st *State) finishedSpent(total float64, except int) float64 {
+	if st.Earlier.CostUSD != 0 {
+		total += st.Earlier.CostUSD
+	}
+	for _, f := range st.Finished {
+		if f.CostUSD != nil && f.Attempt != except {
+			total += *f.CostUSD
+		}
+	}
+	return total
 }
 
 // SignalState holds the signals not yet acted on and the counts.

@@ -41,6 +41,10 @@ type taskRun struct {
 	st           State
 	abortCh      workflow.ReceiveChannel
 	redispatchCh workflow.ReceiveChannel
+	// noteCh brings the run's notes; notesInline: they are read there
+	// where they are used (budget.go), not by a coroutine.
+	noteCh      workflow.ReceiveChannel
+	notesInline bool
 	// enc writes brief patches; its cache is not state.
 	enc mapping.BriefEncoder
 	// hostRouting: an attempt's conductor activities go to its host's queue.
@@ -114,7 +118,6 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 func (r *taskRun) setup() error {
 	r.abortCh = workflow.GetSignalChannel(r.ctx, SignalAbort)
 	r.redispatchCh = workflow.GetSignalChannel(r.ctx, SignalRedispatch)
-	r.listenForNotes()
 	if err := workflow.SetQueryHandlerWithOptions(r.ctx, QueryCost, func() (taskapi.Cost, error) {
 		return r.cost(), nil
 	}, workflow.QueryHandlerOptions{Description: "what the attempts spent, by phase, model and skill, against the budget"}); err != nil {
@@ -155,6 +158,7 @@ func (r *taskRun) run() (Result, error) {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
 	r.slotsOn = r.useSlots()
+	r.listenForNotes()
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
@@ -192,6 +196,7 @@ func (r *taskRun) run() (Result, error) {
 		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
 			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
+				r.takeNotes() // the next run applies them
 				resume := r.st
 				resume.Polls = 0
 				data, err := json.Marshal(resume)
@@ -316,7 +321,7 @@ func (r *taskRun) nextAttempt() {
 
 func (r *taskRun) endAttempt(ended, lastError string) {
 	metrics.AttemptEnded(workflow.GetMetricsHandler(r.ctx), ended)
-	r.st.Finished = append(r.st.Finished, r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
+	r.st.addFinished(r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 	r.releaseSlot(ended)
 }
 
@@ -394,6 +399,9 @@ func (r *taskRun) stopConductor() (*mapping.Outcome, error) {
 func (r *taskRun) finish() error {
 	a := &r.st.Current
 	o := *a.Outcome
+	if r.notesInline && len(a.Brief.PhaseOrder) > 0 {
+		r.applyNotes() // notes that came after the attempt's last checkpoint
+	}
 	r.settleBrief(o)
 	ended := string(o.TaskStatus)
 	if o.LastError == mapping.MsgUserAbort {
@@ -439,6 +447,7 @@ func (r *taskRun) settleBrief(o mapping.Outcome) {
 	if len(a.Brief.PhaseOrder) == 0 {
 		return // no brief was ever sent for this task
 	}
+	r.catchUp()
 	// An attempt ended before its plan was written still shows the brief
 	// of the attempt before, which the sink holds: that is what settles.
 	settled := a.Brief.Clone()

@@ -23,7 +23,7 @@ func plant(kind uint8, body string) (text, secret string) {
 		}
 		return b.String()
 	}
-	switch kind % 10 {
+	switch kind % 13 {
 	case 0:
 		s := "sk-Q7" + pick(alnum, 30)
 		return s, s
@@ -51,6 +51,15 @@ func plant(kind uint8, body string) (text, secret string) {
 	case 8:
 		v := "Zq9" + pick(alnum, 12)
 		return "db_password=" + v, v
+	case 10:
+		v := "Zq9" + pick(alnum, 12)
+		return "--token " + v, v
+	case 11:
+		v := "Zq9" + pick(alnum, 12)
+		return "pass=" + v, v
+	case 12:
+		v := "Zq9" + pick(alnum, 12)
+		return "pwd: " + v, v
 	default:
 		b := pick(alnum, 48)
 		return "-----BEGIN RSA PRIVATE KEY-----\n" + b + "\n-----END RSA PRIVATE KEY-----", b

@@ -8,7 +8,7 @@ package redact
 // sensitiveWords are single words that name a secret. The joined forms
 // ("apikey") cover keys written without a separator.
 var sensitiveWords = [...]string{
-	"token", "secret", "secrets", "password", "passwords", "passwd",
+	"token", "secret", "secrets", "password", "passwords", "passwd", "pass", "pwd", "passphrase",
 	"authorization", "credential", "credentials",
 	"apikey", "apikeys", "privatekey", "accesskey", "secretkey", "connstring", "connectionstring",
 }
@@ -142,7 +142,7 @@ func sensitiveKey(key string) bool {
 }
 
 // hasKeyTrigram is the cheap filter in front of splitWords: every sensitive
-// word or pair contains one of tok, sec, pas, aut, cre, key or str (case
+// word or pair contains one of tok, sec, pas, pwd, aut, cre, key or str (case
 // aside), and most keys in an event (seq, ts, type, phase_id) contain none.
 func hasKeyTrigram(key string) bool {
 	for i := 0; i+2 < len(key); i++ {
@@ -157,7 +157,11 @@ func hasKeyTrigram(key string) bool {
 				t = "tr"
 			}
 		case 'p':
-			t = "as"
+			if lower(key[i+1]) == 'w' {
+				t = "wd"
+			} else {
+				t = "as"
+			}
 		case 'a':
 			t = "ut"
 		case 'c':

@@ -72,6 +72,12 @@ var stringCases = []struct {
 	{"header basic", "Proxy-Authorization: Basic dXNlcjpwYXNz", "Proxy-Authorization: Basic " + Mask},
 	{"header x-api-key", "X-Api-Key: abcd1234", "X-Api-Key: " + Mask},
 	{"cli flag", "run --api-key=abcd1234 --verbose", "run --api-key=" + Mask + " --verbose"},
+	{"cli flag, value after a space", "run --token hunter2hunter2 --verbose", "run --token " + Mask + " --verbose"},
+	{"cli flag, value after spaces, at the end", "login --password  s3cret", "login --password  " + Mask},
+	{"cli flag, quoted value", `gh auth --with-token "abc def"`, `gh auth --with-token "` + Mask + `"`},
+	{"pass=", "mysql -u app pass=hunter2 db", "mysql -u app pass=" + Mask + " db"},
+	{"pwd: ", "user: app pwd: hunter2", "user: app pwd: " + Mask},
+	{"PASS env", "DB_PASS=hunter2 ./run", "DB_PASS=" + Mask + " ./run"},
 	{"camelCase key", `clientSecret: "s3cret value"`, `clientSecret: "` + Mask + `"`},
 	{"dotted key", "spring.datasource.password=pw", "spring.datasource.password=" + Mask},
 	{"go assignment", "token := load()", "token := " + Mask + ")"}, // ')' ends an unquoted value
@@ -87,6 +93,10 @@ var stringCases = []struct {
 
 // cleanCorpus must come out unchanged: ordinary event text.
 var cleanCorpus = []string{
+	"run --token-file /etc/app/token --verbose",
+	"cargo test --tokens 5 -- --nocapture",
+	"--token",
+	"3 tests pass, 0 fail",
 	"",
 	"ok",
 	"The quick brown fox jumps over the lazy dog.",

@@ -54,6 +54,12 @@ func (sc *scanner) scan() {
 		}
 		c := s[i]
 		switch {
+		case c == '-' && i+2 < limit && s[i+1] == '-' && (i == 0 || !isAlnum(s[i-1]) && s[i-1] != '-'):
+			if end := sc.flag(i, limit); end > i {
+				i = end
+			} else {
+				i = sc.run(i, limit)
+			}
 		case class[c]&cB64 != 0:
 			i = sc.run(i, limit)
 		case c == '=' || c == ':':
@@ -542,4 +548,44 @@ func (sc *scanner) apply() string {
 	}
 	out.WriteString(sc.s[pos:])
 	return out.String()
+}
+
+// flag handles a command-line flag at i ("--token X"): when its name is a
+// sensitive key and a value follows after spaces, the value is masked and
+// scanning resumes after it; otherwise it returns i and the flag is
+// scanned as any other text ("--token=X" is a key=value).
+func (sc *scanner) flag(i, limit int) int {
+	s := sc.s
+	j := i + 2
+	for j < limit && j-i < maxKeyLen && class[s[j]]&cIdent != 0 {
+		j++
+	}
+	if j-i-2 < 3 || !sensitiveKey(s[i+2:j]) {
+		return i
+	}
+	v := j
+	for v < limit && (s[v] == ' ' || s[v] == '\t') {
+		v++
+	}
+	if v == j || v >= limit || s[v] == '-' {
+		return i // no value: another flag, or the end
+	}
+	if q := s[v]; q == '"' || q == '\'' {
+		if e := closingQuote(s, v+1, q); e >= 0 {
+			sc.add(v+1, e)
+			return e + 1
+		}
+		e := lineEnd(s, v+1)
+		sc.add(v+1, e)
+		return e
+	}
+	e := v
+	for e < limit && class[s[e]]&cTerm == 0 {
+		e++
+	}
+	if e == v {
+		return i
+	}
+	sc.add(v, e)
+	return e
 }

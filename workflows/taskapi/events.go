@@ -17,6 +17,9 @@ const (
 	UpdateReadEvents   = "read"
 	// MaxEventsWait bounds how long one read waits for the next event.
 	MaxEventsWait = 30 * time.Second
+	// ErrReaderRenewing is the type of the refusal of a read that came
+	// while the reader was about to continue as new: read again.
+	ErrReaderRenewing = "ReaderRenewing"
 )
 
 // EventsWorkflowID is the id of a task's reader workflow.

@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/mapping"
+)
+
+// An earlier workflow's brief for the task (from another host, or karvi's
+// own dispatch): a finished plan with another phase, its costs, errors and
+// current phase.
+const earlierBrief = `{
+ "meta": {"boardType": "brief", "version": 1, "taskId": "T5", "runtime": "edda"},
+ "plan": {"source": "generated", "name": "karvi-t5-old", "totalPhases": 4, "budget_usd": 3},
+ "phases": {
+  "implement": {"status": "passed", "attempts": 1, "duration_ms": 119000, "cost_usd": 0.85,
+   "startedAt": "2026-01-01T00:00:00Z", "completedAt": "2026-01-01T00:02:00Z"},
+  "test": {"status": "failed", "attempts": 3, "error": "cmd cargo test exited 1"},
+  "docs": {"status": "skipped", "reason": "not needed"},
+  "lint": {"status": "passed", "cost_usd": 0.05}
+ },
+ "currentPhase": "docs",
+ "completedPhases": 3,
+ "cost": {"total_usd": 1.45, "by_phase": {"implement": 0.85, "lint": 0.05}},
+ "artifacts": ["old.txt"],
+ "log": [{"time": "2026-01-01T00:00:00Z", "agent": "conductor", "action": "plan_start", "detail": "4 phases"}]
+}`
+
+// A first attempt whose task already has a brief in karvi replaces it
+// whole: karvi merges a PATCH into what it holds and cannot delete keys,
+// so the skeleton must null every field the earlier brief set, and the
+// phases this plan does not have. What karvi then holds is exactly this
+// attempt's brief, so a resumed delivery matches it.
+func TestFirstSkeletonReplacesAnEarlierBrief(t *testing.T) {
+	fake := karvifake.New(karvifake.Options{})
+	url, err := fake.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "T5", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(earlierBrief)}))
+	cl, err := karvi.New(url, "")
+	require.NoError(t, err)
+	a, env, _ := fenceActivities(t, "h1")
+	a.Sink = sink.NewKarvi(cl)
+
+	res := startAttempt(t, env, a, 1)
+	require.NotNil(t, res.Delivery)
+	require.Empty(t, res.SinkProblem)
+	held := fake.Brief("T5")
+	require.True(t, mapping.SinkHolds(held, &res.Delivery.Brief.Brief),
+		"karvi holds more than this attempt's brief: %v", held)
+	phases := held["phases"].(map[string]any)
+	require.Nil(t, phases["lint"], "a phase of the earlier plan stays")
+	require.NotEqual(t, "docs", held["currentPhase"], "the earlier current phase stays")
+	cost := held["cost"].(map[string]any)
+	require.Nil(t, cost["total_usd"], "the earlier total stays")
+}
