@@ -90,12 +90,35 @@ func (b *boardCache) wrote(id string, answer json.RawMessage, sentAt time.Time) 
 	delete(b.tasks, id)
 }
 
+// known returns the task as this process last saw it, at any age, and
+// when that view was taken.
+func (b *boardCache) known(id string) (Task, time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.tasks[id]
+	return e.task, e.asOf, ok
+}
+
 // forget drops a task from the snapshot (karvi said it is gone, or a write
 // to it failed in a way that may mean the snapshot is wrong).
 func (b *boardCache) forget(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.tasks, id)
+}
+
+// TaskView returns the task as this process last saw it (from a board read
+// or its own last write to it), however old, and fresh=false; or, when it
+// has not seen it, GetTask's answer and fresh=true. It is for planning a
+// write whose refusal (an illegal transition, a task not found) is the cue
+// to read again with GetTaskFresh: it costs no request for a task whose
+// status only this process changes.
+func (c *Client) TaskView(ctx context.Context, taskID string) (Task, bool, error) {
+	if t, at, ok := c.gate.board.known(taskID); ok {
+		return t, time.Since(at) <= BoardMaxAge, nil
+	}
+	t, err := c.GetTask(ctx, taskID)
+	return t, err == nil, err
 }
 
 // sharedList reads the task list once for every concurrent caller.

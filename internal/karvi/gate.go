@@ -184,7 +184,11 @@ func (g *gate) waitPause(ctx context.Context, op string) error {
 	}
 }
 
-// congested reports whether a brief write would have to wait now.
+// congested reports whether brief writes should be merged now: karvi asked
+// to wait, a status write is queued, or less than half of the bucket is
+// left. Merging before the bucket is empty keeps tokens for the tasks that
+// start later (their skeletons and statuses); a burst of events while the
+// bucket is fuller still leaves one PATCH per event, as without a limit.
 func (g *gate) congested() bool {
 	g.mu.Lock()
 	paused := time.Now().Before(g.pausedUntil)
@@ -194,7 +198,7 @@ func (g *gate) congested() bool {
 	if paused || urgent {
 		return true
 	}
-	return lim != nil && lim.Tokens() < 1
+	return lim != nil && lim.Tokens() < float64(lim.Burst())/2
 }
 
 // pause holds every request to this karvi for d (its Retry-After), and
@@ -253,7 +257,7 @@ func (c *Client) Stats() Stats {
 	return Stats{Sent: g.sent.Load(), Refused: g.refused.Load(), BoardReads: g.board.reads.Load()}
 }
 
-// Congested reports whether a brief write to c's karvi would have to wait
-// for its turn now (the rate limit is used up, karvi asked to wait, or a
-// status write is queued). Delivery merges brief updates while it is.
+// Congested reports whether brief writes to c's karvi should be merged now
+// (half the rate limit's bucket is used, karvi asked to wait, or a status
+// write is queued). Delivery merges brief updates while it is.
 func (c *Client) Congested() bool { return c.gate.congested() }

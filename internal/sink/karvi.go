@@ -151,9 +151,13 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 	var task karvi.Task
 	var blockerReason string
 	for attempt := 1; ; attempt++ {
+		// The first plan starts from the task as this process last saw it
+		// (its own last write, usually: no request); karvi refusing a step
+		// (illegal, or no such task) is the cue to read the board again.
 		var err error
+		fresh := true
 		if attempt == 1 {
-			task, err = k.c.GetTask(ctx, taskID)
+			task, fresh, err = k.c.TaskView(ctx, taskID)
 		} else {
 			task, err = k.c.GetTaskFresh(ctx, taskID)
 		}
@@ -165,6 +169,11 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 		}
 		if task.Status == "cancelled" && u.Status != "cancelled" {
 			return fmt.Errorf("%s %s to %s: %w", op, taskID, u.Status, ErrBoardCancelled)
+		}
+		if !fresh && task.Status == u.Status {
+			// An old view says there is nothing to move: only the board
+			// itself may say so.
+			continue
 		}
 		if task.Blocker != nil {
 			blockerReason = task.Blocker.Reason
