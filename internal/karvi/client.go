@@ -302,7 +302,7 @@ const conflictRetries = 3
 // for as long as ctx allows; a version conflict is sent again a few times
 // before it is returned (retryable).
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte) (json.RawMessage, error) {
-	urgent := !(method == http.MethodPatch || method == http.MethodPut)
+	urgent := !(method == http.MethodPatch || method == http.MethodPut) || isUrgent(ctx)
 	conflicts := 0
 	for {
 		if err := c.gate.wait(ctx, op, urgent); err != nil {

@@ -140,7 +140,8 @@ func (g *gate) wait(ctx context.Context, op string, urgent bool) error {
 		return nil
 	}
 	// A brief write takes a token only when one is there and no urgent
-	// request waits; else it sleeps about one refill and looks again.
+	// request waits; else it sleeps about one refill and looks again (the
+	// caller merges the brief updates that wait: Congested).
 	step := time.Duration(float64(time.Second) / float64(lim.Limit()))
 	for {
 		g.mu.Lock()
@@ -198,7 +199,20 @@ func (g *gate) congested() bool {
 	if paused || urgent {
 		return true
 	}
-	return lim != nil && lim.Tokens() < float64(lim.Burst())/2
+	return lim != nil && lim.Tokens() < 1+float64(lim.Burst())/2
+}
+
+type urgentKey struct{}
+
+// Urgent marks ctx's brief writes as going before other brief writes, with
+// the status writes: a task's skeleton, which its conductor waits for.
+func Urgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, urgentKey{}, true)
+}
+
+func isUrgent(ctx context.Context) bool {
+	v, _ := ctx.Value(urgentKey{}).(bool)
+	return v
 }
 
 // pause holds every request to this karvi for d (its Retry-After), and

@@ -58,7 +58,7 @@ func TestClientsOfOneAddressShareOneLimit(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range 29 {
-				errs <- c.PatchBrief(ctx, "T1", json.RawMessage(fmt.Sprintf(`{"n":%d}`, j)))
+				errs <- c.UpdateTask(ctx, "T1", map[string]any{"result": map[string]any{"n": j}})
 			}
 		}()
 	}
@@ -218,12 +218,21 @@ func TestCongested(t *testing.T) {
 	if c.Congested() {
 		t.Fatal("congested before any request")
 	}
-	for range 10 {
+	// Once half the bucket is used, brief writes are merged.
+	for range 5 {
 		if err := c.PatchBrief(ctx, "T1", json.RawMessage(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !c.Congested() {
-		t.Fatal("not congested with the bucket used up")
+		t.Fatal("not congested with half the bucket used")
+	}
+	// Status writes still go at once while tokens are left.
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for range 4 {
+		if err := c.UpdateTask(short, "T1", map[string]any{"result": "r"}); err != nil {
+			t.Fatalf("a status write waited behind brief writes: %v", err)
+		}
 	}
 }
