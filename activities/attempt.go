@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -99,7 +100,9 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	}
 	if sendSkeleton {
 		d.brief.ForgetHeld(held)
-		if err := d.patch(ctx, d.enc.Init(&d.brief)); err != nil {
+		// The conductor starts after the skeleton: it waits its turn at
+		// karvi's rate limit with the status writes, not the brief updates.
+		if err := d.patch(karvi.Urgent(ctx), d.enc.Init(&d.brief)); err != nil {
 			return StartAttemptResult{}, err
 		}
 	}

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
@@ -149,6 +151,11 @@ type delivery struct {
 	sinkDown bool
 	// job is the attempt's job-view tally (jobview.go).
 	job *jobview.Tally
+	// hold merges the batch's patches that would wait for their turn at
+	// the sink (karvi's rate limit) into one; batching is set while take
+	// reduces a batch, which ends with flush.
+	hold     sink.Coalescer
+	batching bool
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -311,10 +318,16 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 		d.res.MalformedSample = sample
 	}
 	d.tallyBatch(batch.Lines, evs)
+	d.batching = true
 	for _, ev := range evs {
 		if err := d.step(ctx, ev); err != nil {
+			d.batching = false
 			return err
 		}
+	}
+	d.batching = false
+	if err := d.flush(ctx); err != nil {
+		return err
 	}
 	if err := d.appendConductor(ctx, evs); err != nil {
 		return err
@@ -337,6 +350,9 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		}
 	}
 	if ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil && d.status() != mapping.TaskInProgress {
+		if err := d.flush(ctx); err != nil {
+			return err
+		}
 		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
 	}
 	// The final status is the workflow's to write: a redispatch that came
@@ -366,15 +382,35 @@ func (d *delivery) patch(ctx context.Context, p mapping.Patch) error {
 	if d.sinkDown {
 		return nil
 	}
-	err := d.retry(ctx, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, p.Body) })
+	if d.batching {
+		if held, err := d.hold.Hold(d.a.Sink, p.Body); err != nil || held {
+			return err
+		}
+	}
+	return d.send(ctx, p.Body, 1)
+}
+
+// flush sends what hold merged, as one PATCH standing for n patches.
+func (d *delivery) flush(ctx context.Context) error {
+	body, n, err := d.hold.Take()
+	if err != nil || n == 0 || d.sinkDown {
+		return err
+	}
+	return d.send(ctx, body, n)
+}
+
+func (d *delivery) send(ctx context.Context, body json.RawMessage, n int) error {
+	err := d.retry(ctx, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, body) })
 	var appErr *temporal.ApplicationError
 	switch {
 	case err == nil:
-		d.res.Patches++
+		d.res.Patches += n
 	case errors.As(err, &appErr) && appErr.NonRetryable():
 		d.sinkDown = true
 		d.res.SinkProblem = err.Error()
-		activity.GetLogger(ctx).Warn("brief patch not delivered", "task", d.req.TaskID, "error", err)
+		if !errors.Is(err, sink.ErrAlreadyReported) {
+			activity.GetLogger(ctx).Warn("brief patch not delivered", "task", d.req.TaskID, "error", err)
+		}
 	default:
 		return err
 	}

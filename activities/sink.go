@@ -34,7 +34,18 @@ func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error
 	if _, err := a.appendSteps(ctx, req.Stream); err != nil {
 		return fmt.Errorf("store the workflow's events: %w", err)
 	}
-	if err := a.Sink.SetStatus(ctx, req.TaskID, req.Update.sink()); err != nil {
+	err := a.Sink.SetStatus(ctx, req.TaskID, req.Update.sink())
+	if errors.Is(err, sink.ErrBoardCancelled) || errors.Is(err, sink.ErrTaskGone) {
+		// Nothing to write: a person cancelled the task on the board (that
+		// stands), or karvi deleted it. The attempt ends as it ended; the
+		// workflow keeps the outcome and the brief.
+		if activity.IsActivity(ctx) {
+			activity.GetLogger(ctx).Warn("task status not written", "task", req.TaskID,
+				"status", req.Update.Status, "why", err.Error())
+		}
+		return nil
+	}
+	if err != nil {
 		return sinkError(fmt.Sprintf("set task %s status %s", req.TaskID, req.Update.Status), err)
 	}
 	return nil
@@ -47,6 +58,8 @@ func sinkError(op string, err error) error {
 	switch {
 	case karvi.IsNoBrief(err):
 		return temporal.NewNonRetryableApplicationError(msg, ErrNoBrief, err)
+	case errors.Is(err, sink.ErrBoardCancelled) || errors.Is(err, sink.ErrTaskGone):
+		return temporal.NewNonRetryableApplicationError(msg, ErrSinkRejected, err)
 	case karvi.IsRetryable(err):
 		return fmt.Errorf("%s: %w", op, err)
 	case karvi.IsPermanent(err):

@@ -4,15 +4,18 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -122,4 +125,152 @@ func TestKarviRedispatchOfCompletedTask(t *testing.T) {
 	brief := r.KarviBrief("T6")
 	plan, _ := brief["plan"].(map[string]any)
 	require.Equal(t, second.PlanName, plan["name"], "the brief is the second attempt's")
+}
+
+// karviStatuses are the statuses the worker POSTed for a task, in order.
+func karviStatuses(t *testing.T, k *karvifake.Server, id string) []string {
+	t.Helper()
+	var out []string
+	for _, w := range k.Writes(id) {
+		if strings.HasSuffix(w.Path, "/status") {
+			var body struct{ Status string }
+			require.NoError(t, json.Unmarshal(w.Body, &body))
+			out = append(out, body.Status)
+		}
+	}
+	return out
+}
+
+// 30 short tasks at once against karvi at its default rate limit (120
+// requests a minute per client address): the worker keeps under it, so
+// karvi refuses none of its requests, and every task's final status and
+// brief land.
+func TestKarviThirtyTasksAtDefaultRateLimit(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	const n = 30
+	var runs []client.WorkflowRun
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("RL%02d", i)
+		r.AddKarviTask(id)
+		r.Workspace(id)
+		ids = append(ids, id)
+	}
+	for _, id := range ids {
+		runs = append(runs, r.Start(testrig.Dispatch(t, id, "Short task. [sim phase=implement delay=200ms] "+
+			"[sim phase=test delay=200ms] [sim phase=docs delay=200ms]")))
+	}
+	for i, run := range runs {
+		res := r.Result(run)
+		require.EqualValues(t, "completed", res.Outcome.TaskStatus, ids[i])
+	}
+	for _, id := range ids {
+		require.Equal(t, "completed", r.KarviStatus(id), "%s: final status written", id)
+		require.EqualValues(t, 3, r.KarviBrief(id)["completedPhases"], "%s: final brief written", id)
+	}
+	st := k.Stats()
+	kinds := map[string]int{}
+	for _, w := range k.Writes("") {
+		kinds[w.Method+" "+w.Path[strings.LastIndex(w.Path, "/"):]]++
+	}
+	t.Logf("karvi saw %d requests for %d tasks (%.1f a task), refused %d; writes %v", st.Requests, n, float64(st.Requests)/n, st.Refused, kinds)
+	require.Zero(t, st.Refused, "karvi refused requests: the worker went over its rate limit")
+}
+
+// Version conflicts (karvi's review process wrote the board between karvi's
+// read and its write) on a status write and on a brief PATCH are retried:
+// the task ends completed, its brief whole.
+func TestKarviVersionConflictsAreRetried(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	const id = "VC1"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	// The second status write is the final one (in_progress, completed);
+	// the third PATCH is a phase's.
+	require.NoError(t, k.InjectConflict(karvifake.Conflict{Route: "status", TaskID: id, Nth: 2}))
+	require.NoError(t, k.InjectConflict(karvifake.Conflict{Route: "brief", TaskID: id, Nth: 3}))
+	res := r.Result(r.Start(testrig.Dispatch(t, id, "Add user authentication with JWT. "+testrig.ExampleCosts)))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, "completed", r.KarviStatus(id), "the final status survived the conflict")
+	require.Equal(t, []string{"in_progress", "completed"}, karviStatuses(t, k, id))
+	plan := mapping.PlanName(id, 1)
+	require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "the brief survived the conflict")
+}
+
+// A task cancelled on the board while its attempt runs stays cancelled
+// when the attempt is aborted: karvi allows nothing after cancelled, and
+// the workflow ends without an error.
+func TestKarviCancelledOnBoardStaysCancelled(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	const id = "CX1"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	run := r.Start(testrig.Dispatch(t, id, "Long task. [sim phase=implement delay=60s]"))
+	r.WaitPhase(id, "implement")
+	require.NoError(t, k.SetStatus(id, "cancelled", "not wanted any more"))
+	require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{Reason: "cancelled on the board"}))
+	res, err := r.ResultErr(run)
+	require.NoError(t, err, "the workflow ends cleanly")
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "cancelled", r.KarviStatus(id), "the board's cancel stands")
+	require.NotContains(t, karviStatuses(t, k, id), "blocked")
+}
+
+// A task karvi made through its API has no brief (404 on the brief routes):
+// it still runs and gets its status; the problem is said once in the log.
+func TestKarviTaskWithoutBriefSaidOnce(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	const id = "NB1"
+	require.NoError(t, k.AddTask(karvifake.Task{ID: id, Title: "made through the API", Status: "dispatched"}))
+	r.Workspace(id)
+	res := r.Result(r.Start(testrig.Dispatch(t, id, "No brief. [sim phase=implement delay=2s events=6] "+
+		"[sim phase=test delay=2s events=6] [sim phase=docs delay=2s]")))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, "completed", r.KarviStatus(id))
+	st, err := r.Status(id)
+	require.NoError(t, err)
+	require.Contains(t, st.SinkProblem, "no brief for this task")
+	logData, err := os.ReadFile(filepath.Join(r.Dir, "worker-1.log"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(logData), "brief patch not delivered"),
+		"said once in the log, not once per checkpoint")
+}
+
+// A task karvi deletes while it runs ends the attempt cleanly: the
+// workflow completes, nothing is left running.
+func TestKarviTaskDeletedWhileRunning(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken})
+	k := r.Karvi
+	const id = "DEL1"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	run := r.Start(testrig.Dispatch(t, id, "Short. [sim phase=implement delay=3s] [sim phase=test delay=1s]"))
+	r.WaitPhase(id, "implement")
+	require.True(t, k.DeleteTask(id))
+	res, err := r.ResultErr(run)
+	require.NoError(t, err, "the workflow ends cleanly")
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	_, ok := k.Task(id)
+	require.False(t, ok)
+}
+
+// A task stopped before its conductor started (karvi: dispatched; here the
+// conductor cannot run at all) reaches blocked through in_progress: karvi
+// refuses dispatched -> blocked.
+func TestKarviStoppedBeforeStartWalksALegalPath(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken,
+		WorkerArgs: []string{"-conductor", "/bin/false"}})
+	k := r.Karvi
+	const id = "AB1"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	res, err := r.ResultErr(r.Start(testrig.Dispatch(t, id, "Never starts.")))
+	require.NoError(t, err)
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "blocked", r.KarviStatus(id))
+	require.Equal(t, []string{"in_progress", "blocked"}, karviStatuses(t, k, id))
 }

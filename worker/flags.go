@@ -4,9 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
 )
@@ -15,6 +17,7 @@ type config struct {
 	conn                           temporalconn.Flags
 	workRoot, conductor, templates string
 	sinkKind, sinkDir, karviURL    string
+	karviRateLimit                 rateLimit
 	stopGrace                      time.Duration
 	tailLinger, tailPoll           time.Duration
 	registerSearchAttrs            bool
@@ -37,6 +40,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"sink", "KARVI_EDDA_SINK"},
 	{"sink-dir", "KARVI_EDDA_SINK_DIR"},
 	{"karvi-url", "KARVI_URL"},
+	{"karvi-rate-limit", "KARVI_RATE_LIMIT"},
 	{"stop-grace", "KARVI_EDDA_STOP_GRACE"},
 	{"tail-linger", "KARVI_EDDA_TAIL_LINGER"},
 	{"tail-poll", "KARVI_EDDA_TAIL_POLL"},
@@ -73,6 +77,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.sinkKind, "sink", "file", "where briefs and task status go: file or karvi")
 	fs.StringVar(&c.sinkDir, "sink-dir", ".run/briefs", "directory of the file sink")
 	fs.StringVar(&c.karviURL, "karvi-url", "http://localhost:3461", "karvi base URL for the karvi sink; the token comes only from KARVI_API_TOKEN")
+	c.karviRateLimit = karvi.DefaultRateLimit
+	fs.Var(&c.karviRateLimit, "karvi-rate-limit", "requests a `minute` the worker sends to karvi, all tasks together, or off: karvi's own KARVI_RATE_LIMIT (default 120); the worker keeps under it and waits out a 429's Retry-After")
 	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
 	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "workflows started by an earlier version only: how long their tail keeps collecting after the first new line, to batch bursts")
 	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
@@ -131,6 +137,8 @@ func want(f *flag.Flag) string {
 		return "a duration such as 10s or 250ms"
 	case bool:
 		return "true or false"
+	case rateLimit:
+		return "off or a number of requests a minute"
 	}
 	return "a valid value"
 }
@@ -142,3 +150,25 @@ func printUsage(w io.Writer) {
 	fmt.Fprint(w, usageHeader)
 	fs.PrintDefaults()
 }
+
+// rateLimit is -karvi-rate-limit: requests a minute, karvi.RateLimitOff
+// for none, written as karvi's KARVI_RATE_LIMIT is.
+type rateLimit int
+
+func (r *rateLimit) String() string {
+	if r == nil || int(*r) == karvi.RateLimitOff {
+		return "off"
+	}
+	return strconv.Itoa(int(*r))
+}
+
+func (r *rateLimit) Set(v string) error {
+	n, err := karvi.ParseRateLimit(v)
+	if err != nil {
+		return err
+	}
+	*r = rateLimit(n)
+	return nil
+}
+
+func (r *rateLimit) Get() any { return *r }

@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, config{
 		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
 		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
-		karviURL: "http://localhost:3461", stopGrace: 10 * time.Second,
+		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
 		maxActivities: 5000,
 	}, c)
@@ -40,6 +40,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_SINK":                       "karvi",
 		"KARVI_EDDA_SINK_DIR":                   "/env/briefs",
 		"KARVI_URL":                             "http://karvi.env:1",
+		"KARVI_RATE_LIMIT":                      "off",
 		"KARVI_EDDA_STOP_GRACE":                 "3s",
 		"KARVI_EDDA_TAIL_LINGER":                "1ms",
 		"KARVI_EDDA_TAIL_POLL":                  "2s",
@@ -55,7 +56,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	fromEnv := config{
 		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
-		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1",
+		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1", karviRateLimit: 0,
 		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
 		maxActivities: 700, registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
 		eventsDir:   "/env/events",
@@ -68,7 +69,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 
 	c, err = parseFlags([]string{
 		"-work-root", "/flag/work", "-conductor", "/flag/edda", "-templates", "/flag/templates",
-		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1",
+		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1", "-karvi-rate-limit", "300",
 		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s", "-max-activities", "900",
 		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
 		"-events-dir", "/flag/events",
@@ -81,7 +82,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		conn: temporalconn.Flags{Address: "flag:7233", Namespace: "flag-ns", TaskQueue: "flag-q",
 			DefaultTaskQueue: workflows.DefaultTaskQueue},
 		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
-		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1",
+		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1", karviRateLimit: 300,
 		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
 		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
 		eventsDir:   "/flag/events",
@@ -104,6 +105,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"-no-such-flag"}, want: []string{"-no-such-flag"}},
 		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
 		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
+		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(c.args, getenv(c.env))

@@ -177,7 +177,8 @@ func newSink(c config) (sink.Sink, error) {
 	}
 	// Below the status activity's 15 s limit, so a hung karvi is an HTTP
 	// timeout (retried) rather than an activity timeout.
-	kc, err := karvi.New(c.karviURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second))
+	kc, err := karvi.New(c.karviURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
+		karvi.WithRateLimit(int(c.karviRateLimit)))
 	if err != nil {
 		return nil, fmt.Errorf("karvi sink: %w", err)
 	}

@@ -34,6 +34,12 @@ type Client struct {
 	Token string
 	// HTTP sends the requests.
 	HTTP *http.Client
+
+	// rateLimit is requests a minute (0 = off) for New to set up gate.
+	rateLimit int
+	// gate is shared by every client of BaseURL in this process: the rate
+	// limit, karvi's Retry-After and the board snapshot (gate.go, board.go).
+	gate *gate
 }
 
 // Option configures New.
@@ -42,6 +48,14 @@ type Option func(*Client)
 // WithHTTPClient uses hc instead of a default client with DefaultTimeout.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) { c.HTTP = hc }
+}
+
+// WithRateLimit sets how many requests a minute the clients of this karvi
+// address may send together, as karvi's KARVI_RATE_LIMIT (RateLimitOff for
+// none). The default is DefaultRateLimit, karvi's own default. Every client
+// of one address in the process shares one limit; the last setting wins.
+func WithRateLimit(perMinute int) Option {
+	return func(c *Client) { c.rateLimit = max(perMinute, 0) }
 }
 
 // WithTimeout sets the per-request timeout of the default HTTP client.
@@ -80,6 +94,8 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 		BaseURL: strings.TrimRight(u.String(), "/"),
 		Token:   token,
 		HTTP:    newHTTPClient(),
+
+		rateLimit: DefaultRateLimit,
 	}
 	for _, o := range opts {
 		o(c)
@@ -87,6 +103,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if c.HTTP == nil {
 		c.HTTP = newHTTPClient()
 	}
+	c.gate = gateFor(c.BaseURL, c.rateLimit)
 	return c, nil
 }
 
@@ -165,8 +182,22 @@ func (c *Client) SetTaskStatus(ctx context.Context, taskID, status, reason strin
 	if err != nil {
 		return &Error{Op: op, Kind: KindBadRequest, Message: "encode body: " + err.Error()}
 	}
-	_, err = c.do(ctx, op, http.MethodPost, "/api/tasks/"+taskID+"/status", body)
-	return err
+	return c.taskWrite(ctx, op, taskID, "/api/tasks/"+taskID+"/status", body)
+}
+
+// taskWrite posts a task write and keeps karvi's answer (the task as it now
+// is) in the shared board snapshot.
+func (c *Client) taskWrite(ctx context.Context, op, taskID, path string, body []byte) error {
+	sentAt := time.Now()
+	answer, err := c.do(ctx, op, http.MethodPost, path, body)
+	if err != nil {
+		if IsNotFound(err) || IsIllegalTransition(err) {
+			c.gate.board.forget(taskID)
+		}
+		return err
+	}
+	c.gate.board.wrote(taskID, answer, sentAt)
+	return nil
 }
 
 // UpdateFields are the keys karvi's POST /api/tasks/:id/update acts on. It
@@ -193,27 +224,50 @@ func (c *Client) UpdateTask(ctx context.Context, taskID string, fields map[strin
 	if err != nil {
 		return &Error{Op: op, Kind: KindBadRequest, Message: "encode body: " + err.Error()}
 	}
-	_, err = c.do(ctx, op, http.MethodPost, "/api/tasks/"+taskID+"/update", body)
-	return err
+	return c.taskWrite(ctx, op, taskID, "/api/tasks/"+taskID+"/update", body)
 }
 
 // GetTask returns one task from karvi's task list (GET /api/tasks; karvi
-// has no per-task read). A task that is not listed fails with KindNotFound.
+// has no per-task read). The read is shared: see BoardMaxAge. A task that is
+// not listed fails with KindNotFound.
 func (c *Client) GetTask(ctx context.Context, taskID string) (Task, error) {
+	return c.getTask(ctx, taskID, false)
+}
+
+// GetTaskFresh is GetTask from a list read that began after the call (it
+// may still be shared with other callers that asked meanwhile).
+func (c *Client) GetTaskFresh(ctx context.Context, taskID string) (Task, error) {
+	return c.getTask(ctx, taskID, true)
+}
+
+func (c *Client) getTask(ctx context.Context, taskID string, fresh bool) (Task, error) {
 	op := "GET /api/tasks (" + taskID + ")"
 	if err := checkID(op, taskID); err != nil {
 		return Task{}, err
 	}
-	tasks, err := c.listTasks(ctx, op)
-	if err != nil {
-		return Task{}, err
-	}
-	for _, t := range tasks {
-		if t.ID == taskID {
+	b := &c.gate.board
+	if !fresh {
+		if t, ok := b.lookup(taskID, time.Now()); ok {
 			return t, nil
 		}
 	}
-	return Task{}, &Error{Op: op, Kind: KindNotFound, Message: fmt.Sprintf("Task %s not found", taskID)}
+	asked := time.Now()
+	for {
+		if _, err := c.sharedList(ctx, op); err != nil {
+			return Task{}, err
+		}
+		b.mu.Lock()
+		at, tasks := b.at, b.tasks
+		e, ok := tasks[taskID]
+		b.mu.Unlock()
+		if fresh && at.Before(asked) {
+			continue // joined a read sent before the call: read once more
+		}
+		if !ok {
+			return Task{}, &Error{Op: op, Kind: KindNotFound, Message: fmt.Sprintf("Task %s not found", taskID)}
+		}
+		return e.task, nil
+	}
 }
 
 // ListTasks returns every task in karvi's task plan.
@@ -237,15 +291,55 @@ func (c *Client) listTasks(ctx context.Context, op string) ([]Task, error) {
 	return plan.Tasks, nil
 }
 
-// do sends one request and returns the body of a 2xx answer.
+// conflictRetries is how often do sends a write again at once after karvi
+// answered a version conflict (another writer changed the board between its
+// read and its write; the request had no effect).
+const conflictRetries = 3
+
+// do sends a request and returns the body of a 2xx answer. It waits for
+// its turn under the shared rate limit first; a 429 (nothing was done)
+// pauses every client of this karvi for its Retry-After and is sent again,
+// for as long as ctx allows; a version conflict is sent again a few times
+// before it is returned (retryable).
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte) (json.RawMessage, error) {
+	urgent := !(method == http.MethodPatch || method == http.MethodPut) || isUrgent(ctx)
+	conflicts := 0
+	for {
+		if err := c.gate.wait(ctx, op, urgent); err != nil {
+			return nil, err
+		}
+		data, hdr, err := c.send(ctx, op, method, path, body)
+		var ke *Error
+		if err == nil || !errors.As(err, &ke) {
+			return data, err
+		}
+		switch {
+		case ke.Status == http.StatusTooManyRequests:
+			c.gate.pause(retryAfter(hdr, time.Now()))
+		case ke.Kind == KindConflict && conflicts < conflictRetries:
+			conflicts++
+			t := time.NewTimer(time.Duration(conflicts*conflicts) * 50 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, err
+			case <-t.C:
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+// send makes one HTTP attempt.
+func (c *Client) send(ctx context.Context, op, method, path string, body []byte) (json.RawMessage, http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, rd)
 	if err != nil {
-		return nil, &Error{Op: op, Kind: KindBadRequest, Message: c.scrub("build request: " + err.Error())}
+		return nil, nil, &Error{Op: op, Kind: KindBadRequest, Message: c.scrub("build request: " + err.Error())}
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -254,29 +348,43 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte) (
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
+	c.gate.sent.Add(1)
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// Transport failures (refused, reset, timeout, cancelled context)
 		// are all worth another attempt; the caller's context decides when
 		// to stop. The url.Error text carries only BaseURL and path.
-		return nil, &Error{Op: op, Kind: KindTransient, Message: c.scrub(err.Error()), Err: c.scrubErr(err)}
+		return nil, nil, &Error{Op: op, Kind: KindTransient, Message: c.scrub(err.Error()), Err: c.scrubErr(err)}
 	}
 	defer resp.Body.Close()
 	data, rerr := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if rerr != nil {
-			return nil, &Error{Op: op, Status: resp.StatusCode, Kind: KindTransient, Message: c.scrub("read answer: " + rerr.Error()), Err: c.scrubErr(rerr)}
+			return nil, nil, &Error{Op: op, Status: resp.StatusCode, Kind: KindTransient, Message: c.scrub("read answer: " + rerr.Error()), Err: c.scrubErr(rerr)}
 		}
 		if len(data) > maxResponse {
-			return nil, &Error{Op: op, Status: resp.StatusCode, Kind: KindBadRequest, Message: fmt.Sprintf("answer larger than %d bytes", maxResponse)}
+			return nil, nil, &Error{Op: op, Status: resp.StatusCode, Kind: KindBadRequest, Message: fmt.Sprintf("answer larger than %d bytes", maxResponse)}
 		}
-		return json.RawMessage(data), nil
+		return json.RawMessage(data), resp.Header, nil
 	}
 	msg := c.scrub(errorText(data))
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return nil, &Error{Op: op, Status: resp.StatusCode, Kind: classify(resp.StatusCode, msg), Message: msg}
+	kind := classify(resp.StatusCode, msg)
+	if errorCode(data) == versionConflictCode {
+		kind = KindConflict
+	}
+	return nil, resp.Header, &Error{Op: op, Status: resp.StatusCode, Kind: kind, Message: msg}
+}
+
+// errorCode is the "code" field of karvi's JSON error answer, if any.
+func errorCode(body []byte) string {
+	var e struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(body, &e)
+	return e.Code
 }
 
 // errorText extracts karvi's error text from an answer body: the "error"

@@ -9,7 +9,8 @@ import (
 // Kind classifies a failure so the caller can decide whether to retry.
 type Kind string
 
-// The kinds of failure. Only KindTransient is worth retrying.
+// The kinds of failure. Only KindTransient and KindConflict are worth
+// retrying.
 const (
 	// KindNoBrief: 404 "no brief for this task": the task has no briefPath
 	// or its brief file does not exist yet. Retrying will not create it.
@@ -22,6 +23,10 @@ const (
 	KindNotFound Kind = "not_found"
 	// KindTransient: connection refused or reset, timeouts, 408, 429, 5xx.
 	KindTransient Kind = "transient"
+	// KindConflict: karvi's board changed between its read and its write
+	// (400 "Version conflict: expected N, got M", or code VERSION_CONFLICT):
+	// the write had no effect and is worth sending again.
+	KindConflict Kind = "conflict"
 	// KindBadRequest: any other 4xx, or a request refused before sending.
 	KindBadRequest Kind = "bad_request"
 )
@@ -70,16 +75,23 @@ func KindOf(err error) Kind {
 }
 
 // IsRetryable reports whether err is a transient karvi failure (connection
-// refused, timeout, 408, 429, 5xx) that a later attempt may get past.
-func IsRetryable(err error) bool { return KindOf(err) == KindTransient }
+// refused, timeout, 408, 429, 5xx) or a version conflict, which a later
+// attempt may get past.
+func IsRetryable(err error) bool {
+	k := KindOf(err)
+	return k == KindTransient || k == KindConflict
+}
 
 // IsPermanent reports whether err is a karvi failure that retrying cannot
-// fix (every kind but Transient). Errors that are not *Error are neither
-// retryable nor permanent by this package's judgement.
+// fix (every kind but Transient and Conflict). Errors that are not *Error
+// are neither retryable nor permanent by this package's judgement.
 func IsPermanent(err error) bool {
 	k := KindOf(err)
-	return k != "" && k != KindTransient
+	return k != "" && !IsRetryable(err)
 }
+
+// IsConflict reports whether karvi refused a write for a version conflict.
+func IsConflict(err error) bool { return KindOf(err) == KindConflict }
 
 // IsNoBrief reports whether karvi said the task has no brief.
 func IsNoBrief(err error) bool { return KindOf(err) == KindNoBrief }
@@ -97,6 +109,14 @@ func IsUnauthorized(err error) bool { return KindOf(err) == KindUnauthorized }
 // noBriefMessage is karvi's exact 404 text for a task without a brief.
 const noBriefMessage = "no brief for this task"
 
+// conflictPrefix starts karvi's error text for a write that lost a race
+// on the board's version; versionConflictCode is the code some routes
+// answer with (503).
+const (
+	conflictPrefix      = "Version conflict:"
+	versionConflictCode = "VERSION_CONFLICT"
+)
+
 // transitionPrefix starts karvi's error text for a refused transition.
 const transitionPrefix = "Invalid task status transition:"
 
@@ -109,6 +129,8 @@ func classify(status int, message string) Kind {
 		return KindNotFound
 	case status == 400 && strings.HasPrefix(message, transitionPrefix):
 		return KindIllegalTransition
+	case status == 400 && strings.HasPrefix(message, conflictPrefix):
+		return KindConflict
 	case status == 401 || status == 403:
 		return KindUnauthorized
 	case status == 408 || status == 425 || status == 429 || status >= 500:

@@ -20,6 +20,7 @@ var (
 	briefRoute  = regexp.MustCompile(`^/api/brief/([A-Za-z0-9_-]+)$`)
 	statusRoute = regexp.MustCompile(`^/api/tasks/([^/]+)/status$`)
 	updateRoute = regexp.MustCompile(`^/api/tasks/([^/]+)/update$`)
+	taskRoute   = regexp.MustCompile(`^/api/tasks/([^/]+)$`)
 	writesRoute = regexp.MustCompile(`^/_fake/writes/([A-Za-z0-9_-]*)$`)
 )
 
@@ -60,6 +61,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	// karvi's rate limit comes before everything but /health, auth
+	// included.
+	if s.rateLimited(w, r) {
+		return
+	}
 	isAPI := strings.HasPrefix(path, "/api/")
 	isWrite := r.Method == http.MethodPatch || r.Method == http.MethodPut || r.Method == http.MethodPost
 	if isAPI && isWrite && s.takeFailure(w) {
@@ -92,6 +98,27 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.update(w, r, updateRoute.FindStringSubmatch(full)[1], at)
+	case r.Method == http.MethodDelete && taskRoute.MatchString(full):
+		if requireRole(w, role, "operator") {
+			return
+		}
+		id, err := url.PathUnescape(taskRoute.FindStringSubmatch(full)[1])
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "URI malformed"})
+			return
+		}
+		s.mu.Lock()
+		t, ok := s.tasks[id]
+		final := ""
+		if ok {
+			final = t.status
+		}
+		s.mu.Unlock()
+		if !ok || !s.DeleteTask(id) {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("Task %s not found", id)})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"removed": id, "finalStatus": final})
 	case r.Method == http.MethodGet && strings.HasPrefix(full, "/api/tasks"):
 		// karvi answers any GET under /api/tasks (but a few sub-resources
 		// this fake does not have) with the whole taskPlan.
@@ -206,6 +233,9 @@ func (s *Server) writeBrief(w http.ResponseWriter, r *http.Request, id string, a
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no brief for this task"})
 		return
 	}
+	if s.conflictLocked(w, "brief", id) {
+		return
+	}
 	if r.Method == http.MethodPatch {
 		doc = jsonmerge.Merge(t.brief, doc)
 	}
@@ -269,14 +299,35 @@ func (s *Server) setStatus(w http.ResponseWriter, r *http.Request, rawID string,
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("Task %s not found", id)})
 		return
 	}
+	if !karvi.CanTransition(t.status, newStatus) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": karvi.IllegalTransitionError("", t.status, newStatus).Message})
+		return
+	}
+	if s.conflictLocked(w, "status", id) {
+		return
+	}
+	if err := s.applyStatus(t, newStatus, p["reason"]); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		return
+	}
+	s.record(Write{Method: r.Method, Path: r.URL.Path, TaskID: id, Body: body, At: at})
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "task": t.render()})
+}
+
+// applyStatus moves t to newStatus as karvi's status route does; the
+// caller holds s.mu.
+func (s *Server) applyStatus(t *task, newStatus string, reason any) error {
 	old := t.status
 	if !karvi.CanTransition(old, newStatus) {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": karvi.IllegalTransitionError("", old, newStatus).Message})
-		return
+		return errors.New(karvi.IllegalTransitionError("", old, newStatus).Message)
 	}
 	now := jsonmerge.FormatTime(s.opts.Now())
 	t.status = newStatus
-	t.history = append(t.history, map[string]any{"ts": now, "status": newStatus, "from": old, "by": "human"})
+	entry := map[string]any{"ts": now, "status": newStatus, "from": old, "by": "human"}
+	if newStatus == "cancelled" && truthy(reason) {
+		entry["reason"] = reason
+	}
+	t.history = append(t.history, entry)
 	switch newStatus {
 	case "in_progress":
 		if t.startedAt == "" {
@@ -287,15 +338,14 @@ func (s *Server) setStatus(w http.ResponseWriter, r *http.Request, rawID string,
 	case "completed", "cancelled":
 		t.completedAt = now
 	}
-	if reason := p["reason"]; newStatus == "blocked" && truthy(reason) {
+	if newStatus == "blocked" && truthy(reason) {
 		t.blocker = map[string]any{"reason": reason, "askedAt": now}
 		t.blockerSet = true
 	}
 	if newStatus != "blocked" {
 		t.blocker, t.blockerSet = nil, true
 	}
-	s.record(Write{Method: r.Method, Path: r.URL.Path, TaskID: id, Body: body, At: at})
-	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "task": t.render()})
+	return nil
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, rawID string, at time.Time) {
@@ -326,6 +376,9 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, rawID string, at
 			writeJSON(w, http.StatusBadRequest, map[string]any{"error": karvi.IllegalTransitionError("", t.status, next).Message})
 			return
 		}
+	}
+	if s.conflictLocked(w, "update", id) {
+		return
 	}
 	now := jsonmerge.FormatTime(s.opts.Now())
 	t.status = next

@@ -30,7 +30,19 @@ type Options struct {
 	Now func() time.Time
 	// MaxBody bounds request bodies; default DefaultMaxBody.
 	MaxBody int64
+	// RateLimit is karvi's KARVI_RATE_LIMIT: requests a minute per client
+	// address, a token bucket of that size refilled at RateLimit/60 a
+	// second, 429 with Retry-After beyond it (/health is exempt). 0 is
+	// karvi's default, DefaultRateLimit; RateLimitOff (negative) turns it off.
+	RateLimit int
 }
+
+// DefaultRateLimit is karvi's default rate limit (requests a minute per
+// client address); RateLimitOff is Options.RateLimit for none.
+const (
+	DefaultRateLimit = 120
+	RateLimitOff     = -1
+)
 
 // Task is a task as a test sets it up and reads it back.
 type Task struct {
@@ -94,6 +106,12 @@ type Server struct {
 	failN    int
 	failCode int
 	latency  time.Duration
+
+	buckets   map[string]*bucket // rate limit per client IP
+	requests  int                // requests counted by the rate limit
+	refused   int                // 429 answers
+	conflicts []conflict         // injected version conflicts
+	version   int                // the board's _version, for the conflict text
 }
 
 // New returns a Server that is not listening yet; call Start.
@@ -107,10 +125,14 @@ func New(opts Options) *Server {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = DefaultRateLimit
+	}
 	s := &Server{
 		opts:    opts,
 		tasks:   map[string]*task{},
 		changed: make(chan struct{}),
+		buckets: map[string]*bucket{},
 	}
 	s.handler = http.HandlerFunc(s.serveHTTP)
 	return s
@@ -333,6 +355,7 @@ func (s *Server) WaitWrites(ctx context.Context, id string, n int) ([]Write, err
 
 // record appends an accepted write; the caller holds s.mu.
 func (s *Server) record(w Write) {
+	s.version++
 	s.writes = append(s.writes, w)
 	close(s.changed)
 	s.changed = make(chan struct{})

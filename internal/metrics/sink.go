@@ -43,7 +43,7 @@ const (
 // Kind is the kind label of a sink failure.
 func Kind(err error) string {
 	switch karvi.KindOf(err) {
-	case karvi.KindTransient:
+	case karvi.KindTransient, karvi.KindConflict:
 		return KindUnavailable
 	case karvi.KindNoBrief:
 		return KindNoBrief
@@ -84,6 +84,9 @@ func (m *measuredSink) PatchBrief(ctx context.Context, taskID string, body json.
 	m.r.sinkFailed(ctx, opPatchBrief, err)
 	return err
 }
+
+// Congested passes on the wrapped sink's (sink.Congestion).
+func (m *measuredSink) Congested() bool { return sink.Congested(m.s) }
 
 func (m *measuredSink) SetStatus(ctx context.Context, taskID string, u sink.StatusUpdate) error {
 	err := m.s.SetStatus(ctx, taskID, u)

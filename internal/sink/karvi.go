@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"karvi-edda-temporal/internal/jsonmerge"
@@ -36,7 +37,31 @@ type Karvi struct {
 	c              *karvi.Client
 	now            func() time.Time
 	dispatchResult bool
+
+	// noBrief remembers, per task, when karvi last said it has no brief
+	// (tasks made through karvi's API have none): for noBriefFor the
+	// task's brief writes fail at once without asking karvi again.
+	mu      sync.Mutex
+	noBrief map[string]time.Time
 }
+
+// noBriefFor is how long a task karvi said has no brief is not asked
+// again. A brief file made meanwhile is found after this.
+const noBriefFor = 10 * time.Minute
+
+// ErrAlreadyReported marks a refusal the sink already reported for this
+// task (karvi has no brief for it): the caller need not log it again.
+var ErrAlreadyReported = errors.New("already reported for this task")
+
+// ErrTaskGone: karvi no longer has the task (deleted by a person, or by
+// karvi itself: it removes cancelled tasks after an hour, blocked ones
+// after six). There is nothing left to write to.
+var ErrTaskGone = errors.New("the task no longer exists in karvi")
+
+// ErrBoardCancelled: the task was cancelled on the board. karvi allows no
+// status after cancelled, and a person's cancel stands over any status an
+// attempt would write.
+var ErrBoardCancelled = errors.New("the task was cancelled on the board")
 
 // KarviOption configures NewKarvi.
 type KarviOption func(*Karvi)
@@ -49,7 +74,7 @@ func WithDispatchResult(enabled bool) KarviOption {
 
 // NewKarvi returns a sink writing through c.
 func NewKarvi(c *karvi.Client, opts ...KarviOption) *Karvi {
-	k := &Karvi{c: c, now: time.Now, dispatchResult: true}
+	k := &Karvi{c: c, now: time.Now, dispatchResult: true, noBrief: map[string]time.Time{}}
 	for _, o := range opts {
 		o(k)
 	}
@@ -57,10 +82,39 @@ func NewKarvi(c *karvi.Client, opts ...KarviOption) *Karvi {
 }
 
 // PatchBrief sends body as a PATCH of the task's brief. A task without a
-// brief fails with karvi.IsNoBrief.
+// brief fails with karvi.IsNoBrief; for noBriefFor after karvi said so, at
+// once and also with ErrAlreadyReported.
 func (k *Karvi) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
-	return k.c.PatchBrief(ctx, taskID, body)
+	if err := k.knownNoBrief(taskID); err != nil {
+		return err
+	}
+	err := k.c.PatchBrief(ctx, taskID, body)
+	if karvi.IsNoBrief(err) {
+		k.mu.Lock()
+		k.noBrief[taskID] = k.now()
+		k.mu.Unlock()
+	}
+	return err
 }
+
+func (k *Karvi) knownNoBrief(taskID string) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	at, ok := k.noBrief[taskID]
+	if !ok {
+		return nil
+	}
+	if k.now().Sub(at) > noBriefFor {
+		delete(k.noBrief, taskID)
+		return nil
+	}
+	return fmt.Errorf("%w (%w)", &karvi.Error{Op: "PATCH /api/brief/" + taskID, Status: 404,
+		Kind: karvi.KindNoBrief, Message: "no brief for this task"}, ErrAlreadyReported)
+}
+
+// Congested reports whether a brief write would now wait for its turn
+// under karvi's rate limit; delivery merges the updates that wait.
+func (k *Karvi) Congested() bool { return k.c.Congested() }
 
 // CurrentBrief reads the task's brief from karvi; nil when karvi has none.
 func (k *Karvi) CurrentBrief(ctx context.Context, taskID string) (map[string]any, error) {
@@ -97,10 +151,29 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 	var task karvi.Task
 	var blockerReason string
 	for attempt := 1; ; attempt++ {
+		// The first plan starts from the task as this process last saw it
+		// (its own last write, usually: no request); karvi refusing a step
+		// (illegal, or no such task) is the cue to read the board again.
 		var err error
-		task, err = k.c.GetTask(ctx, taskID)
+		fresh := true
+		if attempt == 1 {
+			task, fresh, err = k.c.TaskView(ctx, taskID)
+		} else {
+			task, err = k.c.GetTaskFresh(ctx, taskID)
+		}
+		if karvi.IsNotFound(err) {
+			return fmt.Errorf("%s %s: %w: %w", op, taskID, ErrTaskGone, err)
+		}
 		if err != nil {
 			return err
+		}
+		if task.Status == "cancelled" && u.Status != "cancelled" {
+			return fmt.Errorf("%s %s to %s: %w", op, taskID, u.Status, ErrBoardCancelled)
+		}
+		if !fresh && task.Status == u.Status {
+			// An old view says there is nothing to move: only the board
+			// itself may say so.
+			continue
 		}
 		if task.Blocker != nil {
 			blockerReason = task.Blocker.Reason
@@ -153,7 +226,8 @@ func (k *Karvi) walk(ctx context.Context, taskID, from, blockerReason string, u 
 			reason = u.Reason
 		}
 		if err := k.c.SetTaskStatus(ctx, taskID, st, reason); err != nil {
-			return blockerReason, karvi.IsIllegalTransition(err), err
+			// Refused as illegal, or the task is gone: it moved under us.
+			return blockerReason, karvi.IsIllegalTransition(err) || karvi.IsNotFound(err), err
 		}
 		switch {
 		case st != "blocked":

@@ -3,6 +3,7 @@ package sink_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -232,5 +233,57 @@ func TestKarviWithoutDispatchResult(t *testing.T) {
 	}
 	if got := describe(fake.Writes("T5")); got != "status:completed" {
 		t.Fatalf("writes: %s", got)
+	}
+}
+
+// karvi's own rules at the status sink: a task cancelled on the board stays
+// cancelled whatever an attempt would write; a deleted task has nothing to
+// write to; a task stopped before it started (dispatched) reaches blocked
+// the only legal way, through in_progress; a version conflict is retried.
+func TestKarviSinkMeetsKarvisRules(t *testing.T) {
+	fake, s := karviSink(t, nil,
+		karvifake.Task{ID: "C1", Status: "in_progress"},
+		karvifake.Task{ID: "D1", Status: "in_progress"},
+		karvifake.Task{ID: "B1", Status: "dispatched"},
+		karvifake.Task{ID: "V1", Status: "in_progress"})
+	ctx := context.Background()
+	// Read the board first, so the sink's shared snapshot is the stale one.
+	if err := s.SetStatus(ctx, "V1", sink.StatusUpdate{Status: "in_progress"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.SetStatus("C1", "cancelled", "not wanted"); err != nil {
+		t.Fatal(err)
+	}
+	blocked := sink.StatusUpdate{Status: "blocked", Reason: "user abort", DispatchState: "failed"}
+	if err := s.SetStatus(ctx, "C1", blocked); !errors.Is(err, sink.ErrBoardCancelled) {
+		t.Fatalf("cancelled task: %v, want ErrBoardCancelled", err)
+	}
+	if tk, _ := fake.Task("C1"); tk.Status != "cancelled" {
+		t.Fatalf("C1 is %s, want cancelled", tk.Status)
+	}
+	if ws := describe(fake.Writes("C1")); ws != "" {
+		t.Fatalf("writes to the cancelled task: %s", ws)
+	}
+
+	fake.DeleteTask("D1")
+	if err := s.SetStatus(ctx, "D1", sink.StatusUpdate{Status: "completed", DispatchState: "completed"}); !errors.Is(err, sink.ErrTaskGone) {
+		t.Fatalf("deleted task: %v, want ErrTaskGone", err)
+	}
+
+	if err := s.SetStatus(ctx, "B1", blocked); err != nil {
+		t.Fatalf("dispatched -> blocked: %v", err)
+	}
+	if ws := describe(fake.Writes("B1")); !strings.HasPrefix(ws, "status:in_progress status:blocked") {
+		t.Fatalf("B1 writes %q, want in_progress then blocked", ws)
+	}
+
+	if err := fake.InjectConflict(karvifake.Conflict{Route: "status", TaskID: "V1", Nth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetStatus(ctx, "V1", sink.StatusUpdate{Status: "completed", DispatchState: "completed"}); err != nil {
+		t.Fatalf("after a version conflict: %v", err)
+	}
+	if tk, _ := fake.Task("V1"); tk.Status != "completed" {
+		t.Fatalf("V1 is %s", tk.Status)
 	}
 }

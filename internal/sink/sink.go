@@ -72,3 +72,16 @@ func checkUpdate(op string, u StatusUpdate) error {
 func terminalDispatch(state string) bool {
 	return state == "completed" || state == "failed"
 }
+
+// Congestion is implemented by a sink that can tell when a brief write
+// would wait for its turn (karvi's rate limit); wrappers pass it on.
+type Congestion interface {
+	Congested() bool
+}
+
+// Congested reports whether s says its brief writes now wait for their
+// turn; false for a sink that cannot tell.
+func Congested(s Sink) bool {
+	c, ok := s.(Congestion)
+	return ok && c.Congested()
+}

@@ -31,6 +31,10 @@ type Options struct {
 	KarviURL string
 	// KarviToken is the fake's admin token and the worker's KARVI_API_TOKEN.
 	KarviToken string
+	// KarviRateLimit is the fake's karvifake.Options.RateLimit: 0 is
+	// karvi's default (120 a minute per client address), as a real karvi
+	// runs; karvifake.RateLimitOff turns it off.
+	KarviRateLimit int
 	// CargoExit is what the stub `cargo` on the worker's PATH exits with, so
 	// the template's `cargo test` check really runs and passes or fails.
 	CargoExit int
@@ -117,7 +121,7 @@ func New(t *testing.T, o Options) *Rig {
 // startKarvi serves a karvifake on 127.0.0.1, through KarviWrap if any.
 func (r *Rig) startKarvi() {
 	t := r.t
-	r.Karvi = karvifake.New(karvifake.Options{Token: r.opts.KarviToken})
+	r.Karvi = karvifake.New(karvifake.Options{Token: r.opts.KarviToken, RateLimit: r.opts.KarviRateLimit})
 	if r.opts.KarviWrap == nil {
 		url, err := r.Karvi.Start()
 		require.NoError(t, err)

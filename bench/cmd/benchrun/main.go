@@ -31,7 +31,7 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
-var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots"}
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots", "karvi"}
 
 type step struct {
 	name string
@@ -147,6 +147,7 @@ func run() error {
 		{false, []step{{"capacity", e.capacity}}},
 		{false, []step{{"runs", e.runs}}},
 		{false, []step{{"slots", e.slotsScenario}}},
+		{false, []step{{"karvi", e.karviDefaults}}},
 	}
 	for _, g := range groups {
 		var steps []step

@@ -27,6 +27,7 @@ type Results struct {
 	Capacity   []CapacityLevel    `json:"capacity"`
 	Runs       []RunBench         `json:"runs"`
 	Slots      []SlotBench        `json:"slots"`
+	Karvi      []KarviLimitResult `json:"karvi"`
 }
 
 // GoBenchResult is one case of a one-core Go benchmark (a sub-benchmark of
@@ -297,6 +298,18 @@ func (r *Results) Markdown() string {
 			p("| %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |", x.Tasks, x.MaxConcurrent, x.PeakWaiters,
 				x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max, x.Acquire.P50, x.Acquire.P99, x.Wait.P50/1000, x.Wait.P99/1000,
 				x.PoolHistory.Events, x.PoolHistory.Runs, x.Error)
+		}
+	}
+	if len(r.Karvi) > 0 {
+		p("")
+		p("## karvi at its defaults: short tasks at once under karvi's rate limit (default dev server)")
+		p("")
+		p("Each task: 3 phases of 200 ms. Wall: first start to last end. Requests: all that reached the karvi fake, reads included. Refused: its 429 answers. Completed: the workflow and karvi's task both completed.")
+		p("")
+		p("| worker | karvi limit | tasks | wall s | requests | per task | 429 refused | completed | error |")
+		p("|---|---|---:|---:|---:|---:|---:|---:|---|")
+		for _, x := range r.Karvi {
+			p("| %s | %s | %d | %.0f | %d | %.1f | %d | %d | %s |", x.Worker, x.KarviLimit, x.Tasks, x.Seconds, x.Requests, x.PerTask, x.Refused, x.Completed, x.Error)
 		}
 	}
 	return b.String()

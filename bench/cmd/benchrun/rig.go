@@ -46,7 +46,25 @@ type rig struct {
 	clients  map[contender]*karvi.Client
 }
 
+// rigOptions shape a rig's karvi fakes and worker beyond the defaults.
+type rigOptions struct {
+	// fakeLimit is the fakes' karvifake.Options.RateLimit.
+	fakeLimit int
+	// binDir, when set, holds the worker binary to run instead of the
+	// built one (an older build, for a before/after figure).
+	binDir string
+	args   []string
+}
+
+// newRig starts a rig whose karvi fakes and worker run without karvi's
+// rate limit: the scenarios measure the runtime, not karvi's limit (the
+// karvi scenario measures that).
 func (e *env) newRig(name string, workerArgs ...string) (*rig, error) {
+	return e.newRigWith(name, rigOptions{fakeLimit: karvifake.RateLimitOff,
+		args: append([]string{"-karvi-rate-limit", "off"}, workerArgs...)})
+}
+
+func (e *env) newRigWith(name string, o rigOptions) (*rig, error) {
 	dir := filepath.Join(e.out, "runs", name)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
@@ -62,7 +80,7 @@ func (e *env) newRig(name string, workerArgs ...string) (*rig, error) {
 	}
 	r.layout = layout
 	for _, c := range []contender{temporalC, directC, pollC} {
-		f := karvifake.New(karvifake.Options{})
+		f := karvifake.New(karvifake.Options{RateLimit: o.fakeLimit})
 		url, err := f.Start()
 		if err != nil {
 			r.close()
@@ -82,7 +100,19 @@ func (e *env) newRig(name string, workerArgs ...string) (*rig, error) {
 		return nil, err
 	}
 	r.pprof = fmt.Sprintf("127.0.0.1:%d", port)
-	args := append(append([]string{"-pprof-addr", r.pprof}, e.workerArgs...), workerArgs...)
+	args := append(append([]string{"-pprof-addr", r.pprof}, e.workerArgs...), o.args...)
+	if o.binDir != "" {
+		// devenv finds the worker binary through KARVI_EDDA_BIN.
+		old, had := os.LookupEnv("KARVI_EDDA_BIN")
+		_ = os.Setenv("KARVI_EDDA_BIN", o.binDir)
+		defer func() {
+			if had {
+				_ = os.Setenv("KARVI_EDDA_BIN", old)
+			} else {
+				_ = os.Unsetenv("KARVI_EDDA_BIN")
+			}
+		}()
+	}
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
 		Addr: e.serverAddr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
 		Sink: "karvi", KarviURL: r.fakes[temporalC].URL(), Templates: e.templates,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -52,6 +53,7 @@ func run() error {
 	token := flag.String("token", "", "admin bearer token (default $KARVI_API_TOKEN; empty = no auth)")
 	operator := flag.String("operator-token", "", "operator-role bearer token")
 	viewer := flag.String("viewer-token", "", "viewer-role bearer token")
+	rateLimit := flag.String("rate-limit", os.Getenv("KARVI_RATE_LIMIT"), "requests a minute per client address, or off, as karvi's KARVI_RATE_LIMIT (default 120)")
 	flag.Var(&tasks, "task", "task as ID:STATUS[:brief|path|none] (repeatable)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -61,7 +63,11 @@ func run() error {
 		*token = os.Getenv("KARVI_API_TOKEN")
 	}
 
-	srv := karvifake.New(karvifake.Options{Addr: *addr, Token: *token, OperatorToken: *operator, ViewerToken: *viewer})
+	limit, err := parseRateLimit(*rateLimit)
+	if err != nil {
+		return err
+	}
+	srv := karvifake.New(karvifake.Options{Addr: *addr, Token: *token, OperatorToken: *operator, ViewerToken: *viewer, RateLimit: limit})
 	for _, t := range tasks {
 		if err := srv.AddTask(t); err != nil {
 			return err
@@ -82,4 +88,20 @@ func run() error {
 	defer stop()
 	<-ctx.Done()
 	return nil
+}
+
+// parseRateLimit reads -rate-limit as karvi reads KARVI_RATE_LIMIT: empty
+// for its default, off, or a positive number of requests a minute.
+func parseRateLimit(v string) (int, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
+		return 0, nil
+	case "off", "0", "false":
+		return karvifake.RateLimitOff, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("-rate-limit %q: want off or a number of requests a minute", v)
+	}
+	return n, nil
 }

@@ -1,0 +1,197 @@
+package karvifake
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"time"
+)
+
+// bucket is karvi's rate limiter's bucket for one client address: capacity
+// tokens, refilled continuously at capacity/60 a second, one per request.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// rateLimited answers 429 as karvi does when the client's bucket is empty;
+// it counts every request it looks at.
+func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
+	limit := s.opts.RateLimit
+	s.mu.Lock()
+	s.requests++
+	if limit < 0 {
+		s.mu.Unlock()
+		return false
+	}
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	now := time.Now()
+	capacity := float64(limit)
+	refill := capacity / 60
+	b, ok := s.buckets[ip]
+	if !ok {
+		b = &bucket{tokens: capacity, last: now}
+		s.buckets[ip] = b
+	}
+	b.tokens = math.Min(capacity, b.tokens+now.Sub(b.last).Seconds()*refill)
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		remaining := math.Floor(b.tokens)
+		s.mu.Unlock()
+		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(limit))
+		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(remaining))
+		return false
+	}
+	retry := int(math.Ceil((1 - b.tokens) / refill))
+	s.refused++
+	s.mu.Unlock()
+	w.Header().Set("X-RateLimit-Limit", fmt.Sprint(limit))
+	w.Header().Set("X-RateLimit-Remaining", "0")
+	w.Header().Set("Retry-After", fmt.Sprint(retry))
+	w.Header().Set("X-RateLimit-Reset", fmt.Sprint(retry))
+	writeJSON(w, http.StatusTooManyRequests, map[string]any{
+		"error":      "rate_limit_exceeded",
+		"retryAfter": retry,
+		"message":    fmt.Sprintf("Rate limit exceeded. Try again in %ds", retry),
+	})
+	return true
+}
+
+// Stats are what the fake counted: every request but /health and the
+// fake's own routes, and the 429 refusals among them.
+type Stats struct {
+	Requests, Refused int
+}
+
+// Stats returns the counts so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Requests: s.requests, Refused: s.refused}
+}
+
+// conflict is one injected version conflict.
+type conflict struct {
+	route  string // "status", "update", "brief" or "" for any write
+	taskID string // "" for any task
+	left   int    // matching writes still to let through before it
+	status int    // 400 (the board routes) or 503 (code VERSION_CONFLICT)
+}
+
+// Conflict arms a version conflict, as when another writer (karvi's own
+// review process) changed the board between karvi's read and its write: the
+// Nth matching write from now is answered with it and has no effect.
+type Conflict struct {
+	// Route is "status" (POST /api/tasks/:id/status), "update", "brief"
+	// (PATCH/PUT /api/brief/:id), or "" for any write.
+	Route string
+	// TaskID limits it to one task ("" = any).
+	TaskID string
+	// Nth is which matching write gets it, 1 for the next.
+	Nth int
+	// Status is 400 with "Version conflict: expected N, got M" (the
+	// default, as karvi's task routes answer) or 503 with code
+	// VERSION_CONFLICT (as some of its routes do).
+	Status int
+}
+
+// InjectConflict arms c.
+func (s *Server) InjectConflict(c Conflict) error {
+	switch c.Route {
+	case "", "status", "update", "brief":
+	default:
+		return fmt.Errorf("karvifake: conflict route %q: want status, update, brief or empty", c.Route)
+	}
+	if c.Nth < 1 {
+		return errors.New("karvifake: conflict Nth must be at least 1")
+	}
+	if c.Status == 0 {
+		c.Status = http.StatusBadRequest
+	}
+	if c.Status != http.StatusBadRequest && c.Status != http.StatusServiceUnavailable {
+		return fmt.Errorf("karvifake: conflict status %d: want 400 or 503", c.Status)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conflicts = append(s.conflicts, conflict{route: c.Route, taskID: c.TaskID, left: c.Nth - 1, status: c.Status})
+	return nil
+}
+
+// conflictLocked answers an injected conflict for this write if one is
+// due; the caller holds s.mu.
+func (s *Server) conflictLocked(w http.ResponseWriter, route, taskID string) bool {
+	fire := -1
+	for i := range s.conflicts {
+		c := &s.conflicts[i]
+		if (c.route != "" && c.route != route) || (c.taskID != "" && c.taskID != taskID) {
+			continue
+		}
+		if c.left > 0 {
+			c.left--
+			continue
+		}
+		if fire < 0 {
+			fire = i
+		}
+	}
+	if fire < 0 {
+		return false
+	}
+	c := s.conflicts[fire]
+	s.conflicts = append(s.conflicts[:fire], s.conflicts[fire+1:]...)
+	v := s.version
+	if c.status == http.StatusServiceUnavailable {
+		writeJSON(w, c.status, map[string]any{"error": "Service temporarily unavailable", "code": "VERSION_CONFLICT"})
+	} else {
+		writeJSON(w, c.status, map[string]any{"error": fmt.Sprintf("Version conflict: expected %d, got %d", v, v+1)})
+	}
+	return true
+}
+
+// DeleteTask removes a task as karvi does on DELETE /api/tasks/:id and by
+// itself for old tasks (cancelled after an hour, blocked after six,
+// approved after a day): its brief routes then answer 404 "no brief for
+// this task", its status routes 404 "Task X not found". It reports whether
+// the task existed.
+func (s *Server) DeleteTask(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tasks[id]; !ok {
+		return false
+	}
+	delete(s.tasks, id)
+	for i, o := range s.order {
+		if o == id {
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			break
+		}
+	}
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return true
+}
+
+// SetStatus moves a task as a person would on the board (karvi's Cancel
+// button, POST /api/tasks/:id/status), through karvi's transition table.
+func (s *Server) SetStatus(id, status, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	if !ok {
+		return fmt.Errorf("karvifake: Task %s not found", id)
+	}
+	if err := s.applyStatus(t, status, reason); err != nil {
+		return err
+	}
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return nil
+}
