@@ -60,7 +60,7 @@ func (r *taskRun) needsSlot() bool {
 }
 
 func (r *taskRun) slotKey() slots.Key {
-	return slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N}
+	return slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Chain: r.st.Current.Nonce}
 }
 
 // acquireSlot asks the pool for the attempt's slot, then waits in line if
