@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"encoding/json"
+
 	"testing"
 	"time"
 
@@ -8,6 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runapi"
 )
 
 // testNonce is the nonce of the test environment's workflow chain, once
@@ -56,4 +60,19 @@ func TestAttemptsCarryTheirChainsNonce(t *testing.T) {
 	}
 	require.Equal(t, mapping.AttemptPlanName("T5", 2, nonce), res.PlanName)
 	require.Equal(t, mapping.AttemptPlanName("T5", 1, nonce), res.Attempts[0].PlanName)
+}
+
+// A task workflow that moved on to later attempts inside (a redispatch, a
+// host lost) ends on one of those: the run's next loop starts after it,
+// never on a number that workflow's chain used.
+func TestRunContinuesFromTheAttemptItsChildReached(t *testing.T) {
+	f := &fakeTasks{failFirst: map[string]int{"a": 1}, moved: map[string]int{"a": 1}}
+	env, _ := runEnv(t, f)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(`{"title":"One","slug":"one","tasks":[{"id":"a","title":"A"}]}`)})
+	doc := runResult(t, env)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["a"].Status)
+	atts := f.attemptsOf("a")
+	require.Len(t, atts, 2)
+	require.Equal(t, 1, atts[0].Attempt)
+	require.Equal(t, 3, atts[1].Attempt, "child 1 ended on its attempt 2; the next loop is attempt 3")
 }
