@@ -11,6 +11,7 @@ import (
 
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/runapi"
 )
 
@@ -75,4 +76,24 @@ func TestRunContinuesFromTheAttemptItsChildReached(t *testing.T) {
 	require.Len(t, atts, 2)
 	require.Equal(t, 1, atts[0].Attempt)
 	require.Equal(t, 3, atts[1].Attempt, "child 1 ended on its attempt 2; the next loop is attempt 3")
+}
+
+// A waiter whose pool was terminated (it never hears its turn) asks again
+// from time to time: the acquire is idempotent per key, and the fresh pool
+// that the next ask starts answers it.
+func TestAWaiterOfAGonePoolAsksAgain(t *testing.T) {
+	env := newEnv(t)
+	env.SetTestTimeout(30 * time.Second)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 100}
+	f.register(env)
+	p := &fakePool{answers: []slots.Answer{{State: slots.Queued, Position: 1}, {State: slots.Granted}}}
+	p.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{}))
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
+	require.Equal(t, []string{"agents: T5#1", "agents: T5#1"}, p.asked(), "the same key, asked again")
+	require.Equal(t, 1, f.starts)
 }
