@@ -1,14 +1,20 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
+	"strings"
 
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/slots"
@@ -96,4 +102,66 @@ func TestAWaiterOfAGonePoolAsksAgain(t *testing.T) {
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, []string{"agents: T5#1", "agents: T5#1"}, p.asked(), "the same key, asked again")
 	require.Equal(t, 1, f.starts)
+}
+
+// gitRun is a run in a repository whose git steps fail as told, with
+// non-retryable errors so that the test need not wait out the retries.
+func gitRun(t *testing.T, prepareFails bool, worktreeFails, mergeFails string) (*fakeTasks, runstatus.Status) {
+	t.Helper()
+	f := &fakeTasks{}
+	env, root := runEnv(t, f)
+	env.RegisterActivity(acts)
+	broken := func(what string) error {
+		return temporal.NewNonRetryableApplicationError(what+": git exited 128", "GitFailed", nil)
+	}
+	env.OnActivity(acts.PrepareRepo, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.PrepareRepoRequest) (activities.PrepareRepoResult, error) {
+			if prepareFails {
+				return activities.PrepareRepoResult{}, broken("prepare")
+			}
+			return activities.PrepareRepoResult{Repo: req.Repo}, nil
+		})
+	env.OnActivity(acts.CreateWorktree, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.CreateWorktreeRequest) (activities.CreateWorktreeResult, error) {
+			if req.TaskID == worktreeFails {
+				return activities.CreateWorktreeResult{}, broken("worktree")
+			}
+			return activities.CreateWorktreeResult{Path: "/repo/.worktrees/" + req.TaskID, RelPath: ".worktrees/" + req.TaskID,
+				Branch: req.FeatureBranch + "-" + req.TaskID}, nil
+		})
+	env.OnActivity(acts.MergeTask, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.MergeTaskRequest) (activities.MergeTaskResult, error) {
+			if strings.HasSuffix(req.Branch, "-"+mergeFails) {
+				return activities.MergeTaskResult{}, broken("merge")
+			}
+			return activities.MergeTaskResult{Merged: true}, nil
+		})
+	env.OnActivity(acts.RemoveWorktree, mock.Anything, mock.Anything).Return(nil)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Repo: filepath.Join(root, "repo"),
+		Run: json.RawMessage(`{"title":"Three","slug":"three","concurrency":3,"tasks":[{"id":"a","title":"A"},{"id":"b","title":"B"},{"id":"c","title":"C"}]}`)})
+	return f, runResult(t, env)
+}
+
+// A git step that exhausts its retries fails the task it was for, not the
+// whole run: the other tasks go on and status.json says what happened.
+func TestAGitStepFailsItsTaskNotTheRun(t *testing.T) {
+	_, doc := gitRun(t, false, "a", "b")
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks["a"].Status)
+	require.Contains(t, doc.Tasks["a"].Error, "worktree: git exited 128")
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks["b"].Status)
+	require.Contains(t, doc.Tasks["b"].Error, "merge: git exited 128")
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["c"].Status)
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+}
+
+// Without its feature branch no task can start: each fails saying why, and
+// the run ends with status.json written.
+func TestARepositoryThatCannotBePreparedFailsItsTasks(t *testing.T) {
+	f, doc := gitRun(t, true, "", "")
+	for _, id := range []string{"a", "b", "c"} {
+		require.Equal(t, runstatus.TaskFailed, doc.Tasks[id].Status, id)
+		require.Contains(t, doc.Tasks[id].Error, "prepare: git exited 128", id)
+	}
+	require.Empty(t, f.calls, "no task started")
+	require.NotEqual(t, runstatus.RunActive, doc.Status)
 }

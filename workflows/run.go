@@ -141,7 +141,10 @@ func (r *runFlow) setup() error {
 func (r *runFlow) loop() (runstatus.Status, error) {
 	r.awaitCarried()
 	if err := r.prepareRepo(); err != nil {
-		return runstatus.Status{}, err
+		if !r.gitStepFailsTask() {
+			return runstatus.Status{}, err
+		}
+		r.failReady("repository: " + rootMessage(err))
 	}
 	// The document as it starts, every task queued, before any starts.
 	// Runs recorded before this write existed start their tasks first.
@@ -205,7 +208,13 @@ func (r *runFlow) startReady() error {
 		}
 		r.changed()
 		if err := r.prepareWorktree(id); err != nil {
-			return err
+			if !r.gitStepFailsTask() {
+				return err
+			}
+			r.log.Warn("task failed: no worktree", "task", id, "error", err)
+			r.st.Tasks[id].LastError = "worktree: " + rootMessage(err)
+			r.taskFailed(id, r.st.Tasks[id].LastError)
+			continue
 		}
 		r.launch(id)
 		free--
