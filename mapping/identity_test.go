@@ -74,3 +74,18 @@ func TestBuildAttemptPlanNamesThePlanWithTheNonce(t *testing.T) {
 		t.Fatalf("plan name %q, want %q", p.Name, want)
 	}
 }
+
+func TestIsAttemptPlan(t *testing.T) {
+	require := func(ok bool, msg string) {
+		t.Helper()
+		if !ok {
+			t.Error(msg)
+		}
+	}
+	require(IsAttemptPlan("karvi-t5", "t5", 1), "legacy attempt 1")
+	require(IsAttemptPlan("karvi-t5-r2", "t5", 2), "legacy attempt 2")
+	require(IsAttemptPlan(AttemptPlanName("t5", 2, "0a1b2c3d"), "t5", 2), "nonce attempt 2")
+	require(!IsAttemptPlan(AttemptPlanName("t5", 2, "0a1b2c3d"), "t5", 1), "another attempt")
+	require(!IsAttemptPlan(AttemptPlanName("t5", 1, "0a1b2c3d"), "t6", 1), "another task")
+	require(!IsAttemptPlan("karvi-t5-r1-0A1B2C3D", "t5", 1), "not a nonce")
+}

@@ -711,3 +711,17 @@ func cloneCheck(c Check) Check {
 	}
 	return out
 }
+
+// IsAttemptPlan says whether name is the plan name of the task's attempt
+// of that number, made by any workflow chain (with or without a nonce):
+// for tools that look for an attempt's files without knowing its chain.
+func IsAttemptPlan(name, taskID string, attempt int) bool {
+	if name == PlanName(taskID, attempt) {
+		return true
+	}
+	if len(name) < 9 || name[len(name)-9] != '-' {
+		return false
+	}
+	nonce := name[len(name)-8:]
+	return strings.Trim(nonce, "0123456789abcdef") == "" && name == AttemptPlanName(taskID, attempt, nonce)
+}
