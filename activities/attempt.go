@@ -16,6 +16,8 @@ import (
 type StartAttemptRequest struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
 	Attempt  int                  `json:"attempt"`
+	// Nonce is the workflow chain's, as for PrepareRequest.
+	Nonce string `json:"nonce,omitempty"`
 	// Base carries the dispatch's plan id and the workflow's time for the
 	// status writes.
 	Base TaskStatusUpdate `json:"base"`
@@ -63,7 +65,7 @@ type StartAttemptResult struct {
 func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) (StartAttemptResult, error) {
 	stopBeat := heartbeat(ctx, heartbeatEvery)
 	defer stopBeat()
-	info, err := a.PreparePlan(ctx, PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+	info, err := a.PreparePlan(ctx, PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
 	if err != nil {
 		return StartAttemptResult{}, err
 	}

@@ -13,6 +13,11 @@ import (
 type PrepareRequest struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
 	Attempt  int                  `json:"attempt"`
+	// Nonce tells the attempts of the asking workflow chain from those of
+	// every other workflow of the task (mapping.AttemptNonce); the plan is
+	// named mapping.AttemptPlanName(task, attempt, nonce). Empty for the
+	// workflows that began before attempts carried one.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // PlanInfo is what the workflow keeps about a generated plan: where things
@@ -37,7 +42,7 @@ func (a *Activities) PreparePlan(ctx context.Context, req PrepareRequest) (PlanI
 	if err != nil {
 		return PlanInfo{}, invalidDispatch(err)
 	}
-	plan, err := mapping.BuildPlan(d, req.Attempt, tmpl)
+	plan, err := mapping.BuildAttemptPlan(d, req.Attempt, req.Nonce, tmpl)
 	if err != nil {
 		return PlanInfo{}, invalidDispatch(err)
 	}

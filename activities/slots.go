@@ -61,7 +61,7 @@ func (a *SlotActivities) AcquireSlot(ctx context.Context, req AcquireSlotRequest
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
 			WorkflowID:   slotapi.WorkflowID(req.Pool),
-			UpdateID:     fmt.Sprintf("acquire/%s/%d", k.Task, k.Attempt),
+			UpdateID:     k.UpdateID(),
 			UpdateName:   slotapi.UpdateAcquire,
 			Args:         []any{req.Request},
 			WaitForStage: client.WorkflowUpdateStageCompleted,

@@ -36,7 +36,7 @@ func TestKarviSinkHappyPath(t *testing.T) {
 	controls := brief["controls"]
 	require.Equal(t, map[string]any{"owner": "karvi"}, controls, "karvi's own fields survive the deep merge")
 	delete(brief, "controls")
-	require.Equal(t, testrig.ExampleBrief(t), brief)
+	require.Equal(t, testrig.ExampleBriefFor(t, "T5", res.PlanName), brief)
 
 	// Every brief write was a PATCH, in example A's order after the skeleton.
 	var patches []map[string]any
@@ -54,7 +54,7 @@ func TestKarviSinkHappyPath(t *testing.T) {
 			statuses = append(statuses, body.Status)
 		}
 	}
-	golden := testrig.ExamplePatches(t)
+	golden := testrig.ExamplePatchesFor(t, res.PlanName)
 	require.Len(t, patches, len(golden)+1)
 	for i := range golden {
 		require.Equal(t, testrig.Normalize(golden[i]), testrig.Normalize(patches[i+1]), "patch %d", i+1)

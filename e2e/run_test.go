@@ -29,7 +29,7 @@ import (
 // phaseEnv is the env the simulator gave a phase's agent in one attempt.
 func phaseEnv(t *testing.T, r *testrig.Rig, taskID string, attempt int, phase string) map[string]string {
 	t.Helper()
-	plan := mapping.PlanName(taskID, attempt)
+	plan := r.PlanName(taskID, attempt)
 	data, err := os.ReadFile(filepath.Join(r.TaskDir(taskID), ".edda", "conductor", plan, "phase-env-"+phase+".json"))
 	require.NoError(t, err, "task %s attempt %d", taskID, attempt)
 	var env map[string]string
@@ -126,7 +126,7 @@ func TestRunDiamondAndFailureCascade(t *testing.T) {
 	require.True(t, os.IsNotExist(err), "a blocked task must not start")
 
 	// d heard of b and c: the first phase of its plan carries their outcome.
-	plan, err := os.ReadFile(filepath.Join(r.WorkRoot, "runs", "dc-d", mapping.PlanName("dc-d", 1), "plan.yaml"))
+	plan, err := os.ReadFile(filepath.Join(r.WorkRoot, "runs", "dc-d", r.PlanName("dc-d", 1), "plan.yaml"))
 	require.NoError(t, err)
 	require.Contains(t, string(plan), "## Upstream Context")
 	require.Contains(t, string(plan), "dc-b (B)")

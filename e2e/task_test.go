@@ -28,11 +28,11 @@ func TestHappyPathFileSink(t *testing.T) {
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.EqualValues(t, "completed", res.Outcome.DispatchState)
-	require.Equal(t, testrig.ExampleBrief(t), r.FileBrief("T5"), "brief in the sink")
-	require.Equal(t, testrig.ExampleBrief(t), testrig.NormalizeBrief(t, testrig.MustJSON(t, res.Brief)), "brief in the workflow")
+	require.Equal(t, testrig.ExampleBriefFor(t, "T5", res.PlanName), r.FileBrief("T5"), "brief in the sink")
+	require.Equal(t, testrig.ExampleBriefFor(t, "T5", res.PlanName), testrig.NormalizeBrief(t, testrig.MustJSON(t, res.Brief)), "brief in the workflow")
 
 	// One skeleton patch, then exactly the golden sequence, in order.
-	golden := testrig.ExamplePatches(t)
+	golden := testrig.ExamplePatchesFor(t, res.PlanName)
 	got := r.FilePatches("T5")
 	require.Len(t, got, len(golden)+1)
 	for i := range golden {
@@ -100,7 +100,7 @@ func TestRedispatchDuringPhase(t *testing.T) {
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
 	require.NotEqual(t, first.PlanName, res.PlanName)
-	require.Equal(t, mapping.PlanName("T8", 2), res.PlanName)
+	require.True(t, mapping.IsAttemptPlan(res.PlanName, "T8", 2), res.PlanName)
 	require.False(t, proc.GroupAlive(oldGroup), "the first attempt's conductor is gone")
 	require.Equal(t, "redispatched", res.Attempts[0].Ended)
 
@@ -137,7 +137,7 @@ func TestWorkerKilledDuringPhase(t *testing.T) {
 
 	res := r.Result(run)
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
-	require.Equal(t, testrig.ExampleBrief(t), r.FileBrief("T5"))
+	require.Equal(t, testrig.ExampleBriefFor(t, "T5", res.PlanName), r.FileBrief("T5"))
 	require.Len(t, res.Brief.Log, 8, "one log entry per event, none lost or doubled")
 
 	after, err := devenv.Handles(r.WorkRoot)

@@ -14,7 +14,6 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 )
 
 // The tail delivers each event's PATCH as soon as it reads the line, and
@@ -76,7 +75,7 @@ func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 	for _, id := range ids {
 		res := r.Result(runs[id])
 		require.EqualValues(t, "completed", res.Outcome.TaskStatus, id)
-		plan := mapping.PlanName(id, 1)
+		plan := r.PlanName(id, 1)
 		var got map[string]any
 		if sink == "karvi" {
 			got = r.KarviBrief(id)

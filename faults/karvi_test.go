@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 )
 
 // examplePatches is the PATCH sequence of an undisturbed run of example A
@@ -95,7 +94,6 @@ func (r *rig) waitPatches(ctx context.Context, taskID string, n int) {
 func TestKarviOutageThen503(t *testing.T) {
 	r := newRig(t, testrig.Options{Sink: "karvi"})
 	const id = "OUTAGE1"
-	plan := mapping.PlanName(id, 1)
 	r.Workspace(id)
 	run := r.Start(testrig.Dispatch(t, id, exampleMessage(1500, 300, 300, "")))
 
@@ -106,6 +104,7 @@ func TestKarviOutageThen503(t *testing.T) {
 	// an event in plan_start's batch may still get in before the port
 	// closes; that is a race of this test, not part of the fault.
 	r.waitPatches(ctx, id, 2)
+	plan := r.PlanName(id, 1) // its run directory exists now
 	require.NoError(t, r.Karvi.SetDown(true))
 	down := time.Now()
 	// The outage is the fault itself, not a wait for an event: the

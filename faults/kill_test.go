@@ -24,7 +24,6 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -208,8 +207,10 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	sigWG.Add(1)
 	go func() {
 		defer sigWG.Done()
-		redoEvents := r.EventsPath(redo, mapping.PlanName(redo, 1))
-		stopEvents := r.EventsPath(stop, mapping.PlanName(stop, 1))
+		// The plan names carry the workflows' nonces: looked up on every
+		// tick until the run directories exist.
+		redoEvents := func() string { return r.EventsPath(redo, r.PlanName(redo, 1)) }
+		stopEvents := func() string { return r.EventsPath(stop, r.PlanName(stop, 1)) }
 		sentRedo, sentAbort := false, false
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
@@ -220,7 +221,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			if !sentRedo && hasEvent(redoEvents, "phase_start", "test") {
+			if !sentRedo && hasEvent(redoEvents(), "phase_start", "test") {
 				if err := r.Signal(redo, workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("redispatch %s: %w", redo, err)
 					return
@@ -228,7 +229,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 				sentRedo = true
 				signalled <- "redispatch"
 			}
-			if !sentAbort && kills.Load() >= int64(abortAt) && hasEvent(stopEvents, "phase_start", "test") {
+			if !sentAbort && kills.Load() >= int64(abortAt) && hasEvent(stopEvents(), "phase_start", "test") {
 				if err := r.Signal(stop, workflows.SignalAbort, workflows.AbortSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("abort %s: %w", stop, err)
 					return
@@ -303,10 +304,10 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 		}
 		for _, id := range []string{plain1, plain2, redo} { // stop's test phase never ends
 			a := 1
-			if _, err := os.Stat(r.EventsPath(id, mapping.PlanName(id, 2))); err == nil {
+			if _, err := os.Stat(r.EventsPath(id, r.PlanName(id, 2))); err == nil {
 				a = 2
 			}
-			st := conductorStage(r.EventsPath(id, mapping.PlanName(id, a)))
+			st := conductorStage(r.EventsPath(id, r.PlanName(id, a)))
 			stages[st]++
 			// The workflow's own progress: events it delivered to karvi.
 			if b := r.Karvi.Brief(id); b != nil {
@@ -343,7 +344,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	t.Logf("karvi's briefs sampled %d times (%d saw a log grow): never shorter, never doubled", samples, grew)
 
 	for _, id := range []string{plain1, plain2} {
-		plan := mapping.PlanName(id, 1)
+		plan := r.PlanName(id, 1)
 		require.EqualValues(t, "completed", res[id].Outcome.TaskStatus, id)
 		require.Equal(t, 1, res[id].Attempt, id)
 		require.Equal(t, testrig.ExampleBriefFor(t, id, plan), r.KarviBrief(id), "%s: brief equals the undisturbed run's", id)
@@ -351,7 +352,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 		require.Equal(t, "completed", r.KarviStatus(id), id)
 	}
 
-	plan1, plan2 := mapping.PlanName(redo, 1), mapping.PlanName(redo, 2)
+	plan1, plan2 := r.PlanName(redo, 1), r.PlanName(redo, 2)
 	require.EqualValues(t, "completed", res[redo].Outcome.TaskStatus)
 	require.Equal(t, 2, res[redo].Attempt)
 	require.Equal(t, plan2, res[redo].PlanName)
@@ -362,7 +363,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	logPerEvent(t, r.KarviBrief(redo), r.singleRun(redo, plan2))
 	require.Equal(t, "completed", r.KarviStatus(redo))
 
-	plan := mapping.PlanName(stop, 1)
+	plan := r.PlanName(stop, 1)
 	require.EqualValues(t, "blocked", res[stop].Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res[stop].Outcome.LastError)
 	require.Equal(t, r.settledBrief(stop, plan, res[stop].Outcome), r.KarviBrief(stop), "aborted brief holds exactly what the conductor wrote, settled")

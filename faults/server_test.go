@@ -12,7 +12,6 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -31,12 +30,12 @@ func TestServerRestartMidRun(t *testing.T) {
 
 	r := newRig(t, testrig.Options{Sink: "karvi", Server: srv})
 	const id = "RESTART1"
-	plan := mapping.PlanName(id, 1)
 	r.Workspace(id)
 	run := r.Start(testrig.Dispatch(t, id, exampleMessage(800, 2500, 2500, "")))
 	wfID := workflows.WorkflowID(id)
 
 	r.WaitPhase(id, "test")
+	plan := r.PlanName(id, 1) // its run directory exists now
 	require.NoError(t, srv.Restart(ctx), "first restart")
 	desc, err := r.Client.DescribeWorkflowExecution(ctx, wfID, "")
 	require.NoError(t, err, "the workflow survived the restart")

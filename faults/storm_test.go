@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 )
 
@@ -192,8 +191,7 @@ func TestAbortRacingCompletion(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			events := r.EventsPath(c.id, mapping.PlanName(c.id, 1))
-			for !hasEvent(events, "phase_start", "docs") {
+			for !hasEvent(r.EventsPath(c.id, r.PlanName(c.id, 1)), "phase_start", "docs") {
 				if ctx.Err() != nil {
 					c.err = fmt.Errorf("%s never reached docs: %w", c.id, ctx.Err())
 					return

@@ -430,7 +430,45 @@ func ParsePlan(data []byte) (Plan, error) {
 // a state directory) or could be mistaken for one of our suffixes, plus
 // "-rN" for attempt N > 1 (a redispatch needs a fresh name: edda resumes an
 // existing one). attempt <= 1 means the first attempt.
+//
+// This is the name of an attempt without a chain nonce: attempts of task
+// workflows started before attempts carried one (AttemptPlanName).
 func PlanName(taskID string, attempt int) string {
+	name := planPrefix(taskID)
+	if attempt > 1 {
+		name += "-r" + strconv.Itoa(attempt)
+	}
+	return name
+}
+
+// AttemptPlanName is the plan name of attempt N of a task made by the
+// workflow chain whose nonce is given (AttemptNonce):
+// "karvi-<task>-rN-<nonce>". The name is the attempt's identity: its run
+// directory, its conductor state directory and its agent slot are all
+// keyed by it, so a later workflow of the same task, which numbers its
+// attempts from wherever it starts, never lands on an earlier chain's
+// attempt. An empty nonce gives PlanName's name.
+func AttemptPlanName(taskID string, attempt int, nonce string) string {
+	if nonce == "" {
+		return PlanName(taskID, attempt)
+	}
+	return planPrefix(taskID) + "-r" + strconv.Itoa(max(attempt, 1)) + "-" + nonce
+}
+
+// AttemptNonce is the 8 hex digits that tell a task workflow chain's
+// attempts from every other chain's: a hash of the workflow id and the
+// chain's first run id, which continue-as-new keeps. "" when both are
+// empty.
+func AttemptNonce(workflowID, firstRunID string) string {
+	if workflowID == "" && firstRunID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(workflowID + "\x00" + firstRunID))
+	return hex.EncodeToString(sum[:4])
+}
+
+// planPrefix is "karvi-" and the task id's kebab form, hashed when needed.
+func planPrefix(taskID string) string {
 	kebab := KebabCase(taskID)
 	parts := []string{"karvi"}
 	if kebab != "" {
@@ -440,22 +478,20 @@ func PlanName(taskID string, attempt int) string {
 		sum := sha256.Sum256([]byte(taskID))
 		parts = append(parts, hex.EncodeToString(sum[:])[:6])
 	}
-	if attempt > 1 {
-		parts = append(parts, "r"+strconv.Itoa(attempt))
-	}
 	return strings.Join(parts, "-")
 }
 
 var (
 	attemptSuffix = regexp.MustCompile(`(^|-)r[0-9]+$`)
 	hashSuffix    = regexp.MustCompile(`(^|-)[0-9a-f]{6}$`)
+	nonceSuffix   = regexp.MustCompile(`(^|-)r[0-9]+-[0-9a-f]{8}$`)
 )
 
-// looksLikeSuffix reports a kebab id whose last segment has the shape of an
-// attempt ("r2") or hash suffix; hashing those keeps task "t5-r2" apart from
-// task "t5" attempt 2.
+// looksLikeSuffix reports a kebab id whose last segments have the shape of
+// an attempt ("r2"), hash or attempt-and-nonce suffix; hashing those keeps
+// task "t5-r2" apart from task "t5" attempt 2.
 func looksLikeSuffix(kebab string) bool {
-	return attemptSuffix.MatchString(kebab) || hashSuffix.MatchString(kebab)
+	return attemptSuffix.MatchString(kebab) || hashSuffix.MatchString(kebab) || nonceSuffix.MatchString(kebab)
 }
 
 // KebabCase lowercases s and keeps ASCII letters and digits, one dash for
@@ -492,6 +528,12 @@ const ModelEnv = "ANTHROPIC_MODEL"
 // timeout_sec or max_attempts wins over the dispatch's: an operator who set
 // one meant it.
 func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
+	return BuildAttemptPlan(d, attempt, "", t)
+}
+
+// BuildAttemptPlan is BuildPlan for the attempt of the workflow chain with
+// the given nonce: its plan is named AttemptPlanName(task, attempt, nonce).
+func BuildAttemptPlan(d DispatchPlan, attempt int, nonce string, t Template) (Plan, error) {
 	if err := d.Validate(); err != nil {
 		return Plan{}, err
 	}
@@ -503,7 +545,7 @@ func BuildPlan(d DispatchPlan, attempt int, t Template) (Plan, error) {
 	redispatch := d.IsRedispatch() || attempt > 1
 
 	p := Plan{
-		Name:        PlanName(d.TaskID, attempt),
+		Name:        AttemptPlanName(d.TaskID, attempt, nonce),
 		Purpose:     promptText(d.Message),
 		MaxAttempts: maxAttempts,
 		TimeoutSec:  timeout,
@@ -668,4 +710,18 @@ func cloneCheck(c Check) Check {
 		out.Check = &inner
 	}
 	return out
+}
+
+// IsAttemptPlan says whether name is the plan name of the task's attempt
+// of that number, made by any workflow chain (with or without a nonce):
+// for tools that look for an attempt's files without knowing its chain.
+func IsAttemptPlan(name, taskID string, attempt int) bool {
+	if name == PlanName(taskID, attempt) {
+		return true
+	}
+	if len(name) < 9 || name[len(name)-9] != '-' {
+		return false
+	}
+	nonce := name[len(name)-8:]
+	return strings.Trim(nonce, "0123456789abcdef") == "" && name == AttemptPlanName(taskID, attempt, nonce)
 }

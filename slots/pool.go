@@ -38,13 +38,33 @@ func ValidPoolName(name string) error {
 
 // Key names what holds or waits for a slot: one attempt of one task. Each
 // attempt asks anew, so a redispatched task never inherits its previous
-// attempt's slot or place in line.
+// attempt's slot or place in line. Chain is the nonce of the task
+// workflow chain that made the attempt: another workflow of the same task
+// numbers its attempts from 1 again, and without it would be answered
+// what the pool answered the earlier one. Keys recorded before attempts
+// had a nonce have none, and read as they did.
 type Key struct {
 	Task    string `json:"task"`
 	Attempt int    `json:"attempt"`
+	Chain   string `json:"chain,omitempty"`
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s attempt %d", k.Task, k.Attempt) }
+func (k Key) String() string {
+	if k.Chain != "" {
+		return fmt.Sprintf("%s attempt %d (%s)", k.Task, k.Attempt, k.Chain)
+	}
+	return fmt.Sprintf("%s attempt %d", k.Task, k.Attempt)
+}
+
+// UpdateID is the id of the acquire update that asks for k: the server
+// answers a repeated id from the first update's outcome, so it must name
+// the attempt of one chain.
+func (k Key) UpdateID() string {
+	if k.Chain != "" {
+		return fmt.Sprintf("acquire/%s/%d/%s", k.Task, k.Attempt, k.Chain)
+	}
+	return fmt.Sprintf("acquire/%s/%d", k.Task, k.Attempt)
+}
 
 // Owner is the workflow a holder or waiter belongs to: where its grant is
 // sent, and what a check of the pool's holders looks at.
@@ -75,6 +95,9 @@ func (r Request) Validate() error {
 		errs = append(errs, errors.New("key: task is required"))
 	} else if len(r.Key.Task) > 256 {
 		errs = append(errs, fmt.Errorf("key: task is %d bytes, at most 256", len(r.Key.Task)))
+	}
+	if len(r.Key.Chain) > 64 {
+		errs = append(errs, fmt.Errorf("key: chain is %d bytes, at most 64", len(r.Key.Chain)))
 	}
 	if r.Key.Attempt < 1 {
 		errs = append(errs, fmt.Errorf("key: attempt %d must be at least 1", r.Key.Attempt))

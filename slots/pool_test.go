@@ -14,7 +14,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
 func req(task string, attempt int) Request {
-	return Request{Key: Key{task, attempt}, Owner: Owner{WorkflowID: "karvi-task-" + task, FirstRunID: "run-" + task}}
+	return Request{Key: Key{Task: task, Attempt: attempt}, Owner: Owner{WorkflowID: "karvi-task-" + task, FirstRunID: "run-" + task}}
 }
 
 func inRun(r Request, run string) Request { r.Run = run; return r }
@@ -57,10 +57,10 @@ func TestAcquire(t *testing.T) {
 		{name: "full pool queues", pool: New(Limits{MaxConcurrent: 1}), setup: []Request{req("a", 1)},
 			req: req("b", 1), want: Answer{State: Queued, Position: 1, Since: at(9)}, holders: []string{"a"}, waiters: []string{"b"}},
 		{name: "no wait refuses max_concurrent", pool: New(Limits{MaxConcurrent: 1}), setup: []Request{req("a", 1)},
-			req:  Request{Key: Key{"b", 1}, NoWait: true},
+			req:  Request{Key: Key{Task: "b", Attempt: 1}, NoWait: true},
 			want: Answer{State: Refused, Reason: ReasonMaxConcurrent, Detail: "all 1 slots are held"}, holders: []string{"a"}},
 		{name: "no wait with room is granted", pool: New(Limits{MaxConcurrent: 2}), setup: []Request{req("a", 1)},
-			req: Request{Key: Key{"b", 1}, NoWait: true}, want: Answer{State: Granted, Since: at(9)}, holders: []string{"a", "b"}},
+			req: Request{Key: Key{Task: "b", Attempt: 1}, NoWait: true}, want: Answer{State: Granted, Since: at(9)}, holders: []string{"a", "b"}},
 		{name: "max_total per run", pool: New(Limits{MaxConcurrent: 9, MaxTotal: 2}),
 			setup:   []Request{inRun(req("a", 1), "r1"), inRun(req("b", 1), "r1"), inRun(req("c", 1), "r2")},
 			req:     inRun(req("d", 1), "r1"),
@@ -101,25 +101,25 @@ func TestReleaseGrantsInArrivalOrder(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, keys(p.Holders))
 	require.Equal(t, []string{"c", "d", "e"}, keys(p.Waiters))
 
-	gone, n := p.Release(Key{"b", 1}, at(10))
+	gone, n := p.Release(Key{Task: "b", Attempt: 1}, at(10))
 	require.Equal(t, GoneHolder, gone)
 	require.Equal(t, []string{"c granted"}, granted(n...))
 	require.Equal(t, Owner{WorkflowID: "karvi-task-c", FirstRunID: "run-c"}, n[0].Owner)
 	require.Equal(t, at(10), n[0].Answer.Since)
 
-	gone, n = p.Release(Key{"b", 1}, at(11))
+	gone, n = p.Release(Key{Task: "b", Attempt: 1}, at(11))
 	require.Equal(t, GoneSettled, gone, "release is idempotent")
 	require.Empty(t, n)
 	require.Equal(t, []string{"a", "c"}, keys(p.Holders))
 
 	// A waiter that gives up leaves the line; it frees no slot.
-	gone, n = p.Release(Key{"d", 1}, at(12))
+	gone, n = p.Release(Key{Task: "d", Attempt: 1}, at(12))
 	require.Equal(t, GoneWaiter, gone)
 	require.Empty(t, n)
 	require.Equal(t, []string{"e"}, keys(p.Waiters))
 	require.Equal(t, Answer{State: Refused, Reason: ReasonCancelled, Detail: "the request was withdrawn"}, p.Acquire(req("d", 1), at(13)))
 
-	_, n = p.Release(Key{"a", 1}, at(14))
+	_, n = p.Release(Key{Task: "a", Attempt: 1}, at(14))
 	require.Equal(t, []string{"e granted"}, granted(n...))
 	require.Empty(t, p.Waiters)
 	require.Equal(t, Stats{Granted: 4, Queued: 3, Released: 2, Cancelled: 1}, p.Stats)
@@ -129,13 +129,13 @@ func TestReleaseGrantsInArrivalOrder(t *testing.T) {
 func TestAReleasedKeyIsNeverGrantedAgain(t *testing.T) {
 	p := New(Limits{MaxConcurrent: 1})
 	p.Acquire(req("a", 1), at(0))
-	p.Release(Key{"a", 1}, at(1))
+	p.Release(Key{Task: "a", Attempt: 1}, at(1))
 	require.Equal(t, Answer{State: Released}, p.Acquire(req("a", 1), at(2)), "a late repeat of a released request")
 	require.Empty(t, p.Holders)
 
 	// A release that overtook its own request: the request, when it comes,
 	// takes nothing.
-	gone, _ := p.Release(Key{"b", 1}, at(3))
+	gone, _ := p.Release(Key{Task: "b", Attempt: 1}, at(3))
 	require.Equal(t, GoneUnknown, gone)
 	require.Equal(t, Answer{State: Released}, p.Acquire(req("b", 1), at(4)))
 	require.Empty(t, p.Holders)
@@ -148,9 +148,9 @@ func TestMaxTotalRefusesAWaiterWhenItsTurnComes(t *testing.T) {
 	p.Acquire(inRun(req("b", 1), "r"), at(1)) // queued: r has 1 grant
 	p.Acquire(inRun(req("c", 1), "r"), at(2)) // queued: r has 1 grant
 	p.Acquire(inRun(req("x", 1), "other"), at(3))
-	_, n := p.Release(Key{"a", 1}, at(4))
+	_, n := p.Release(Key{Task: "a", Attempt: 1}, at(4))
 	require.Equal(t, []string{"b granted"}, granted(n...))
-	_, n = p.Release(Key{"b", 1}, at(5))
+	_, n = p.Release(Key{Task: "b", Attempt: 1}, at(5))
 	require.Equal(t, []string{"c refusedmax_total", "x granted"}, granted(n...))
 	require.Equal(t, "run r was granted 2 slots, max_total is 2", n[0].Answer.Detail)
 	require.Equal(t, 2, p.Granted("r", Key{}))
@@ -171,10 +171,10 @@ func TestSetLimitsTakesEffectAtOnce(t *testing.T) {
 	require.Empty(t, n)
 	require.Equal(t, []string{"a", "b", "c", "d"}, keys(p.Holders), "lowering takes no slot back")
 	for _, k := range []string{"a", "b", "c"} {
-		_, n = p.Release(Key{k, 1}, at(12))
+		_, n = p.Release(Key{Task: k, Attempt: 1}, at(12))
 		require.Empty(t, n, "nothing is granted while the holders are at or over the new limit")
 	}
-	_, n = p.Release(Key{"d", 1}, at(13))
+	_, n = p.Release(Key{Task: "d", Attempt: 1}, at(13))
 	require.Equal(t, []string{"e granted"}, granted(n...))
 	require.NoError(t, p.Check())
 
@@ -199,7 +199,7 @@ func TestWaitersTimeOut(t *testing.T) {
 	require.Equal(t, []string{"b", "c"}, keys(p.Waiters))
 	require.Equal(t, n[0].Answer, p.Acquire(waiting(req("d", 1), 10*time.Second), at(14)), "a refusal is answered again")
 
-	_, n = p.Release(Key{"a", 1}, at(20))
+	_, n = p.Release(Key{Task: "a", Attempt: 1}, at(20))
 	require.Equal(t, []string{"b granted"}, granted(n...))
 	require.True(t, p.NextDeadline().IsZero(), "c waits as long as it takes")
 }
@@ -212,12 +212,12 @@ func TestLeases(t *testing.T) {
 	p.Acquire(req("c", 1), at(0))
 	require.Equal(t, at(60), p.Holders[0].LeaseUntil)
 
-	p.Renew([]Key{{"a", 1}, {"zz", 1}}, at(50))
+	p.Renew([]Key{{Task: "a", Attempt: 1}, {Task: "zz", Attempt: 1}}, at(50))
 	dropped, n := p.ExpireLeases(at(60))
 	require.Empty(t, dropped, "a lease lasts to its end")
 	require.Empty(t, n)
 	dropped, n = p.ExpireLeases(at(61))
-	require.Equal(t, []Key{{"b", 1}}, dropped)
+	require.Equal(t, []Key{{Task: "b", Attempt: 1}}, dropped)
 	require.Equal(t, []string{"c granted"}, granted(n...))
 	require.Equal(t, []string{"a", "c"}, keys(p.Holders))
 	require.Equal(t, Answer{State: Released, Detail: "lease expired"}, p.Acquire(req("b", 1), at(62)))
@@ -234,8 +234,8 @@ func TestPoolRoundTripsThroughJSON(t *testing.T) {
 	p.Lease = time.Minute
 	p.Acquire(inRun(req("a", 1), "r"), at(0))
 	p.Acquire(waiting(req("b", 1), time.Minute), at(1))
-	p.Acquire(Request{Key: Key{"c", 1}, NoWait: true}, at(2))
-	p.Release(Key{"zz", 3}, at(3))
+	p.Acquire(Request{Key: Key{Task: "c", Attempt: 1}, NoWait: true}, at(2))
+	p.Release(Key{Task: "zz", Attempt: 3}, at(3))
 	data, err := json.Marshal(p)
 	require.NoError(t, err)
 	var back Pool
@@ -245,7 +245,7 @@ func TestPoolRoundTripsThroughJSON(t *testing.T) {
 
 func TestValidation(t *testing.T) {
 	require.NoError(t, req("T-5", 1).Validate())
-	require.EqualError(t, Request{Key: Key{"", 0}, Timeout: -1}.Validate(),
+	require.EqualError(t, Request{Key: Key{Task: "", Attempt: 0}, Timeout: -1}.Validate(),
 		"key: task is required\nkey: attempt 0 must be at least 1\ntimeout -1ns must not be negative")
 	for _, ok := range []string{"agents", "a", "gpu_pool-2", "A1"} {
 		require.NoError(t, ValidPoolName(ok), ok)

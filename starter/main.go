@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -205,8 +206,26 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	return err
 }
 
+// start starts a task's workflow. A task whose workflow runs is refused:
+// a second start never re-attaches to it (redispatch or abort it). A task
+// whose last workflow ended gets a new workflow and so a new attempt,
+// numbered after the last one when its result says which that was, and
+// named with the new workflow's nonce: it never re-attaches to the
+// earlier attempt's conductor. The output says which of these it did.
 func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.TaskInput, stdout io.Writer) error {
 	id := taskapi.WorkflowID(in.Dispatch.TaskID)
+	if prev, ok := lastWorkflow(ctx, cl, id); ok {
+		if prev.running {
+			return fmt.Errorf("refused: task %s already has a running workflow %s (run %s, attempt %d): "+
+				"a start never re-attaches to it; redispatch it for a new attempt, or abort it",
+				in.Dispatch.TaskID, id, prev.runID, prev.attempt)
+		}
+		if prev.attempt > 0 {
+			in.Attempt = max(in.Attempt, prev.attempt+1)
+		}
+		fmt.Fprintf(stdout, "task %s ran before (workflow %s run %s ended %s%s): starting a new attempt\n",
+			in.Dispatch.TaskID, id, prev.runID, prev.status, prev.attemptWords())
+	}
 	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
@@ -225,8 +244,53 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.T
 		}
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
-	fmt.Fprintf(stdout, "started %s run %s (attempt %d)\n", id, run.GetRunID(), max(in.Attempt, 1))
+	n := max(in.Attempt, 1)
+	plan := mapping.AttemptPlanName(in.Dispatch.TaskID, n, mapping.AttemptNonce(id, run.GetRunID()))
+	fmt.Fprintf(stdout, "started %s run %s (attempt %d, plan %s)\n", id, run.GetRunID(), n, plan)
 	return nil
+}
+
+// previousWorkflow is what a start learns of a task's last workflow.
+type previousWorkflow struct {
+	running bool
+	runID   string
+	status  string
+	// attempt is the attempt it ended on (or runs), 0 when unknown.
+	attempt int
+}
+
+func (p previousWorkflow) attemptWords() string {
+	if p.attempt > 0 {
+		return fmt.Sprintf(" on attempt %d", p.attempt)
+	}
+	return ""
+}
+
+// lastWorkflow describes the task's last workflow; ok is false when it
+// has none, or it cannot be described (the start then decides alone).
+func lastWorkflow(ctx context.Context, cl client.Client, id string) (previousWorkflow, bool) {
+	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return previousWorkflow{}, false
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	p := previousWorkflow{runID: info.GetExecution().GetRunId(),
+		status: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		p.running = true
+		var s taskapi.Status
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second) // only for the message
+		defer cancel()
+		if v, err := cl.QueryWorkflow(qctx, id, p.runID, taskapi.QueryStatus); err == nil && v.Get(&s) == nil {
+			p.attempt = s.Attempt
+		}
+		return p, true
+	}
+	var res taskapi.Result
+	if err := cl.GetWorkflow(ctx, id, p.runID).Get(ctx, &res); err == nil {
+		p.attempt = res.Attempt
+	}
+	return p, true
 }
 
 func signalTask(ctx context.Context, cl client.Client, taskID, name string, payload any, stdout io.Writer) error {

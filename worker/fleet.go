@@ -140,5 +140,5 @@ func currentAttempt(ctx context.Context, cl client.Client, taskID string) (fleet
 	if err := v.Get(&s); err != nil {
 		return fleet.Current{}, false, fmt.Errorf("decode the status of task %s: %w", taskID, err)
 	}
-	return fleet.Current{Attempt: s.Attempt, Host: s.Host, Starting: s.Stage == workflows.StagePrepare}, true, nil
+	return fleet.Current{Attempt: s.Attempt, Plan: s.PlanName, Host: s.Host, Starting: s.Stage == workflows.StagePrepare}, true, nil
 }

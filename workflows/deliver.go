@@ -37,7 +37,7 @@ func (r *taskRun) startAttempt() error {
 		every = c
 	}
 	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
-		Dispatch: r.st.Dispatch, Attempt: a.N, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
+		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
 		Stream: r.streamFor(),
 	}).Get(r.ctx, &res)
 	if err != nil {

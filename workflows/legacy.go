@@ -22,7 +22,7 @@ func (r *taskRun) prepare() error {
 	var info activities.PlanInfo
 	summary := fmt.Sprintf("plan attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	err := workflow.ExecuteActivity(prepareOptions(r.ctx, summary), acts.PreparePlan,
-		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N}).Get(r.ctx, &info)
+		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce}).Get(r.ctx, &info)
 	if err != nil {
 		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
 	}

@@ -141,7 +141,10 @@ func (r *runFlow) setup() error {
 func (r *runFlow) loop() (runstatus.Status, error) {
 	r.awaitCarried()
 	if err := r.prepareRepo(); err != nil {
-		return runstatus.Status{}, err
+		if !r.gitStepFailsTask() {
+			return runstatus.Status{}, err
+		}
+		r.failReady("repository: " + rootMessage(err))
 	}
 	// The document as it starts, every task queued, before any starts.
 	// Runs recorded before this write existed start their tasks first.
@@ -205,7 +208,13 @@ func (r *runFlow) startReady() error {
 		}
 		r.changed()
 		if err := r.prepareWorktree(id); err != nil {
-			return err
+			if !r.gitStepFailsTask() {
+				return err
+			}
+			r.log.Warn("task failed: no worktree", "task", id, "error", err)
+			r.st.Tasks[id].LastError = "worktree: " + rootMessage(err)
+			r.taskFailed(id, r.st.Tasks[id].LastError)
+			continue
 		}
 		r.launch(id)
 		free--
@@ -301,6 +310,10 @@ func (r *runFlow) applyEnd(e taskEnd) {
 		return // an end already taken, or of an attempt given up on
 	}
 	t.Running, t.RunID, t.Spend = false, "", 0
+	if e.Reached > t.Attempt && workflow.GetVersion(r.ctx, versionAttemptReached, workflow.DefaultVersion, 1) == 1 {
+		// The next loop numbers on from the attempt the child reached.
+		t.Attempt = e.Reached
+	}
 	t.CostUSD += e.CostUSD
 	r.addSpend(e)
 	r.changed()
@@ -424,6 +437,11 @@ func (r *runFlow) close() (runstatus.Status, error) {
 // versionInitialStatus names the change that writes status.json (and the
 // run's first events) before the first task starts.
 const versionInitialStatus = "run-initial-status"
+
+// versionAttemptReached names the change that made a run number a task's
+// next attempt on from the one its last workflow ended on, not from the
+// one that workflow began with.
+const versionAttemptReached = "run-attempt-reached"
 
 // abortWait bounds how long an aborted run waits for its tasks to end.
 const abortWait = 2 * time.Minute

@@ -40,6 +40,9 @@ type fakeTasks struct {
 	order         []string // "start:<id>" and "end:<id>", in workflow time order
 	aborted       []string // "<id>: <reason>" of each abort signal received
 	notes         []string // "<id>: <detail>" of each note received
+	// moved: the first attempt of these tasks was redispatched inside its
+	// workflow this many times, so the workflow ends on a later attempt.
+	moved map[string]int
 }
 
 func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
@@ -100,7 +103,11 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 	f.order = append(f.order, "end:"+id)
 	f.mu.Unlock()
 	cost := 0.25
-	res := Result{TaskID: id, Attempt: in.Attempt, Dispatch: in.Dispatch,
+	reached := in.Attempt
+	if n == 1 {
+		reached += f.moved[id]
+	}
+	res := Result{TaskID: id, Attempt: reached, Dispatch: in.Dispatch,
 		Attempts: []AttemptSummary{{Attempt: in.Attempt, CostUSD: &cost}}}
 	res.Brief.Plan.TotalPhases = 3
 	res.Brief.CompletedPhases = 3

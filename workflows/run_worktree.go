@@ -17,6 +17,34 @@ import (
 // task counts as done for its dependents. A conflict leaves the task to a
 // person (needs-human-rebase); their `retry` merges again.
 
+// versionGitStepFailsTask names the change that made a git step that
+// exhausted its retries fail the task it was for (or, for the feature
+// branch, the tasks that would start) instead of the whole run, whose
+// children were then abandoned and whose status.json said active for ever.
+const versionGitStepFailsTask = "run-git-step-fails-task"
+
+// gitStepFailsTask: a failed git step fails its task, and the run goes on.
+// Asked only when a step failed, so histories without one replay as they
+// were.
+func (r *runFlow) gitStepFailsTask() bool {
+	return workflow.GetVersion(r.ctx, versionGitStepFailsTask, workflow.DefaultVersion, 1) == 1
+}
+
+// failReady fails every task that could start now, for a reason that
+// keeps them all from starting (their dependents are then blocked).
+func (r *runFlow) failReady(reason string) {
+	now := workflow.Now(r.ctx)
+	for _, id := range r.st.Doc.Ready() {
+		if err := r.st.Doc.TaskStarted(id, r.st.Doc.Tasks[id].Model, now); err != nil {
+			r.log.Error("task not failed", "task", id, "error", err)
+			continue
+		}
+		r.st.Tasks[id].LastError = reason
+		r.taskFailed(id, reason)
+	}
+	r.log.Warn("tasks failed: the repository is not ready", "reason", reason)
+}
+
 // prepareRepo makes sure the feature branch exists, once per run.
 func (r *runFlow) prepareRepo() error {
 	repo := r.st.Repo
@@ -64,7 +92,14 @@ func (r *runFlow) mergeCompleted() error {
 	for _, rt := range r.run.Tasks {
 		if t := r.st.Tasks[rt.ID]; t.Merge && !r.st.Aborting {
 			if err := r.merge(rt.ID); err != nil {
-				return err
+				if !r.gitStepFailsTask() {
+					return err
+				}
+				// The branch stays, with its worktree, for a person; the
+				// run's retry starts the task again.
+				r.log.Warn("task failed: its merge failed", "task", rt.ID, "error", err)
+				t.Merge, t.LastError = false, "merge: "+rootMessage(err)
+				r.taskFailed(rt.ID, t.LastError)
 			}
 		}
 	}
@@ -96,7 +131,12 @@ func (r *runFlow) merge(id string) error {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	if err := r.removeWorktree(id, t.Worktree); err != nil {
-		return err
+		if !r.gitStepFailsTask() {
+			return err
+		}
+		// Merged all the same: the worktree stays, pending clean-up.
+		r.log.Warn("merged task's worktree not removed", "task", id, "error", err)
+		return nil
 	}
 	return r.st.Doc.WorktreeRemoved(id)
 }

@@ -69,6 +69,9 @@ type runRepo struct {
 type taskEnd struct {
 	ID      string
 	Attempt int
+	// Reached is the attempt the task workflow ended on: past Attempt
+	// when it was redispatched, or lost a host, inside.
+	Reached int
 	// Completed: the attempt ended with the task completed.
 	Completed bool
 	// Final: looping again cannot help (aborted by a person, refused an
@@ -85,7 +88,7 @@ type taskEnd struct {
 
 // endOfResult reads a task workflow's result.
 func endOfResult(id string, attempt int, res Result) taskEnd {
-	e := taskEnd{ID: id, Attempt: attempt, Summary: briefSummary(res.Brief),
+	e := taskEnd{ID: id, Attempt: attempt, Reached: max(attempt, res.Attempt), Summary: briefSummary(res.Brief),
 		ByPhase: res.Brief.Cost.ByPhase, Skill: res.Dispatch.Skill}
 	if m := res.Dispatch.ModelHint; m != nil {
 		e.Model = *m

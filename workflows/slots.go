@@ -60,7 +60,7 @@ func (r *taskRun) needsSlot() bool {
 }
 
 func (r *taskRun) slotKey() slots.Key {
-	return slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N}
+	return slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Chain: r.st.Current.Nonce}
 }
 
 // acquireSlot asks the pool for the attempt's slot, then waits in line if
@@ -71,18 +71,10 @@ func (r *taskRun) acquireSlot() error {
 	a := &r.st.Current
 	req := r.st.Slots
 	if a.Slot == nil {
-		pool := req.PoolOrDefault()
-		a.Slot = &SlotHold{Pool: pool, Since: workflow.Now(r.ctx)}
-		info := workflow.GetInfo(r.ctx)
-		k := r.slotKey()
-		var ans slots.Answer
-		err := workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("acquire a slot in pool %s for %s", pool, k)),
-			slotActs.AcquireSlot, activities.AcquireSlotRequest{Pool: pool, Request: slots.Request{
-				Key: k, Run: req.Run, NoWait: req.NoWait, Timeout: req.Timeout,
-				Owner: slots.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID},
-			}}).Get(r.ctx, &ans)
+		a.Slot = &SlotHold{Pool: req.PoolOrDefault(), Since: workflow.Now(r.ctx)}
+		ans, err := r.askPool()
 		if err != nil {
-			return fmt.Errorf("acquire a slot in pool %s for %s: %w", pool, k, err)
+			return err
 		}
 		if r.slotAnswered(ans) {
 			return nil
@@ -90,6 +82,29 @@ func (r *taskRun) acquireSlot() error {
 	}
 	return r.awaitSlot()
 }
+
+// askPool sends the attempt's acquire to its pool, which answers at once.
+// Asking again for the same key is harmless: the pool answers where the
+// key stands.
+func (r *taskRun) askPool() (slots.Answer, error) {
+	req, pool := r.st.Slots, r.st.Current.Slot.Pool
+	info := workflow.GetInfo(r.ctx)
+	k := r.slotKey()
+	var ans slots.Answer
+	err := workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("acquire a slot in pool %s for %s", pool, k)),
+		slotActs.AcquireSlot, activities.AcquireSlotRequest{Pool: pool, Request: slots.Request{
+			Key: k, Run: req.Run, NoWait: req.NoWait, Timeout: req.Timeout,
+			Owner: slots.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID},
+		}}).Get(r.ctx, &ans)
+	if err != nil {
+		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", pool, k, err)
+	}
+	return ans, nil
+}
+
+// versionSlotAskAgain names the change that made a waiter ask its pool
+// again from time to time.
+const versionSlotAskAgain = "slot-ask-again"
 
 // awaitSlot waits in line for the pool's notice, a signal, or, with a
 // timeout, the moment the pool should have refused.
@@ -102,9 +117,22 @@ func (r *taskRun) awaitSlot() error {
 		defer cancel()
 		expired = workflow.NewTimer(tctx, max(a.Slot.Since.Add(t+slotGrace).Sub(workflow.Now(r.ctx)), time.Millisecond))
 	}
+	// A pool that was terminated or cancelled never sends the notice: the
+	// waiter asks again now and then, which a live pool answers with its
+	// place in line and a gone one's successor answers afresh.
+	var askAgain workflow.Future
+	every := time.Duration(0)
+	if workflow.GetVersion(r.ctx, versionSlotAskAgain, workflow.DefaultVersion, 1) == 1 {
+		every = r.st.Tuning.SlotAskEveryOrDefault()
+	}
+	actx, cancelAsk := workflow.WithCancel(r.ctx)
+	defer cancelAsk()
+	if every > 0 {
+		askAgain = workflow.NewTimer(actx, every)
+	}
 	for {
 		var notice *slotapi.Notice
-		timedOut := false
+		timedOut, ask := false, false
 		sel := workflow.NewSelector(r.ctx)
 		sel.AddReceive(slotCh, func(c workflow.ReceiveChannel, _ bool) {
 			var n slotapi.Notice
@@ -115,8 +143,20 @@ func (r *taskRun) awaitSlot() error {
 		if expired != nil {
 			sel.AddFuture(expired, func(workflow.Future) { timedOut = true })
 		}
+		if askAgain != nil {
+			sel.AddFuture(askAgain, func(workflow.Future) { ask = true })
+		}
 		sel.Select(r.ctx)
 		switch {
+		case ask:
+			ans, err := r.askPool()
+			if err != nil {
+				// The pool stays unreachable: keep waiting, ask again later.
+				r.log.Warn("asking the slot pool again failed", "pool", a.Slot.Pool, "error", err)
+			} else if r.slotAnswered(ans) {
+				return nil
+			}
+			askAgain = workflow.NewTimer(actx, every)
 		case notice != nil:
 			// A notice for another attempt is stale: that attempt gave
 			// its key back when it ended, which frees whatever it got.

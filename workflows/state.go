@@ -37,6 +37,10 @@ type State struct {
 	// Stream is the task's canonical event stream (stream.go); nil for a
 	// workflow that began before it existed, which writes none.
 	Stream *StreamState `json:"stream,omitempty"`
+	// Chain is the nonce of this workflow chain's attempts
+	// (mapping.AttemptNonce of the workflow id and its first run id); empty
+	// for a workflow that began before attempts carried one (identity.go).
+	Chain string `json:"chain,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -44,6 +48,9 @@ type State struct {
 type Attempt struct {
 	N     int   `json:"n"`
 	Stage Stage `json:"stage"`
+	// Nonce is the chain's nonce when the attempt began (State.Chain): with
+	// N and the task id it names the attempt's plan (identity.go).
+	Nonce string `json:"nonce,omitempty"`
 	// Plan is set once the plan is on disk; Conductor once it was started,
 	// and cleared when it was stopped.
 	Plan      *activities.PlanInfo        `json:"plan,omitempty"`

@@ -65,7 +65,7 @@ func (r *taskRun) step(s canonical.Step) {
 		s.Attempt = r.st.Current.N
 	}
 	if s.Plan == "" {
-		s.Plan = mapping.PlanName(r.st.Dispatch.TaskID, s.Attempt)
+		s.Plan = mapping.AttemptPlanName(r.st.Dispatch.TaskID, s.Attempt, r.st.Current.Nonce)
 	}
 	// Its free text (the task's title, a reason) is redacted here already,
 	// not only when the step is stored: the step travels in an activity's

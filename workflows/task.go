@@ -71,6 +71,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 				fmt.Sprintf("state handed over by continue-as-new: %v", err), "BadState", err)
 		}
 		r.st.ContinuedAsNew++
+		r.adoptChain()
 		return r, nil
 	case len(in.Carry) > 0:
 		var v1 stateV1
@@ -80,6 +81,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 		}
 		r.st = v1.upgrade()
 		r.st.ContinuedAsNew++
+		r.adoptChain()
 		return r, nil
 	}
 	// A bad dispatch fails here, before anything is written or started.
@@ -110,6 +112,8 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	if attempt > 1 {
 		r.st.Dispatch.Mode = "redispatch"
 	}
+	r.adoptChain()
+	r.st.Current.Nonce = r.st.Chain
 	r.beginStream()
 	metrics.AttemptStarted(workflow.GetMetricsHandler(ctx))
 	return r, nil
@@ -315,6 +319,7 @@ func (r *taskRun) nextAttempt() {
 	prev := r.st.Current
 	r.st.Dispatch.Mode = "redispatch"
 	r.st.Current = newAttempt(prev.N+1, workflow.Now(r.ctx))
+	r.st.Current.Nonce = r.st.Chain
 	metrics.AttemptStarted(workflow.GetMetricsHandler(r.ctx))
 	r.st.Current.Brief = prev.Brief
 }
@@ -535,7 +540,7 @@ func (r *taskRun) status() Status {
 		TaskID:          r.st.Dispatch.TaskID,
 		Stage:           a.Stage,
 		Attempt:         a.N,
-		PlanName:        a.PlanName(),
+		PlanName:        r.currentPlanName(),
 		Host:            a.Host,
 		CurrentPhase:    r.currentPhase(),
 		PhaseStatus:     a.Brief.Brief.Phases[r.currentPhase()].Status,

@@ -64,6 +64,9 @@ type fakeConductor struct {
 	// activity no host took does (fleet_test.go).
 	hostOf func(attempt int) string
 	gone   func(ctx context.Context) error
+	// nonceNames names plans as the real PreparePlan does, with the
+	// chain's nonce (identity_test.go); the golden briefs have none.
+	nonceNames bool
 }
 
 func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
@@ -131,7 +134,10 @@ func (f *fakeConductor) prepare(req activities.PrepareRequest) (activities.PlanI
 	if err := req.Dispatch.Validate(); err != nil {
 		return activities.PlanInfo{}, err
 	}
-	name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt)
+	name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt) // the golden briefs' names
+	if f.nonceNames {
+		name = mapping.AttemptPlanName(req.Dispatch.TaskID, req.Attempt, req.Nonce)
+	}
 	return activities.PlanInfo{
 		Summary: mapping.PlanSummary{Name: name, PhaseIDs: []string{"implement", "test", "docs"},
 			TimeoutSec: f.planTimeout(), MaxAttempts: 3},
@@ -159,7 +165,7 @@ func (f *fakeConductor) start() activities.ConductorHandle {
 func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
 		func(ctx context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
-			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
 			if err != nil {
 				return activities.StartAttemptResult{}, err
 			}

@@ -31,7 +31,11 @@ type Run struct {
 // number, the host that started it ("" when no host is known), and
 // whether it is being started, when the host is not known yet.
 type Current struct {
-	Attempt  int
+	Attempt int
+	// Plan is the current attempt's plan name, its identity (it carries
+	// the workflow chain's nonce); empty from a workflow that does not
+	// say, whose attempt is then named by its number alone.
+	Plan     string
 	Host     string
 	Starting bool
 }
@@ -65,7 +69,11 @@ func (v Verdict) String() string {
 // Judge decides what host does with run, given its task's current
 // attempt, and says why.
 func Judge(run Run, cur Current, host string) (Verdict, string) {
-	if plan := mapping.PlanName(run.TaskID, cur.Attempt); run.Plan != plan {
+	plan := cur.Plan
+	if plan == "" {
+		plan = mapping.PlanName(run.TaskID, cur.Attempt)
+	}
+	if run.Plan != plan {
 		return Stop, fmt.Sprintf("the task's workflow is at attempt %d (plan %s)", cur.Attempt, plan)
 	}
 	switch {

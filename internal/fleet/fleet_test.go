@@ -26,6 +26,7 @@ func TestCheckHost(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	plan := func(n int) string { return mapping.PlanName("T5", n) }
+	chained := func(n int, nonce string) string { return mapping.AttemptPlanName("T5", n, nonce) }
 	for _, tc := range []struct {
 		name string
 		run  string
@@ -39,6 +40,13 @@ func TestJudge(t *testing.T) {
 		{"the attempt starting, host unknown", plan(2), Current{Attempt: 2, Starting: true}, Later},
 		{"started before hosts were named", plan(1), Current{Attempt: 1}, Keep},
 		{"started here, still starting", plan(1), Current{Attempt: 1, Host: "h1", Starting: true}, Keep},
+		// Attempts named with their workflow chain's nonce: the plan the
+		// workflow names is the one to keep; the same attempt number of
+		// another chain (an earlier workflow of the task) is stale.
+		{"this chain's current attempt here", chained(2, "0a1b2c3d"), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Keep},
+		{"another chain's attempt of the same number", chained(2, "ffee0011"), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
+		{"an attempt without a nonce, the workflow's has one", plan(2), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
+		{"this chain's attempt starting", chained(3, "0a1b2c3d"), Current{Attempt: 3, Plan: chained(3, "0a1b2c3d"), Starting: true}, Later},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, why := Judge(Run{TaskID: "T5", Plan: tc.run}, tc.cur, "h1")

@@ -81,6 +81,19 @@ func ExamplePatches(t testing.TB) []map[string]any {
 	return ReadJSONL(t, filepath.Join(ExampleDir(t), "patches.jsonl"))
 }
 
+// ExamplePatchesFor are ExamplePatches of an attempt named planName: the
+// example's plan name, which has no workflow chain's nonce, replaced.
+func ExamplePatchesFor(t testing.TB, planName string) []map[string]any {
+	t.Helper()
+	ps := ExamplePatches(t)
+	for _, p := range ps {
+		if plan, ok := p["plan"].(map[string]any); ok && plan["name"] != nil {
+			plan["name"] = planName
+		}
+	}
+	return ps
+}
+
 // GitWorkspace makes dir a git repository with a README that mentions auth,
 // so the "sequential" template's real checks (git_clean, file_contains
 // README.md "auth", and cargo test through a stub on PATH) can pass in it.

@@ -124,13 +124,26 @@ type Tuning struct {
 	// machine rebooting) before the host is taken for lost and the attempt
 	// given up for a new one on another host (default 5 minutes).
 	HostGrace time.Duration `json:"hostGrace,omitempty"`
+	// SlotAskEvery is how often an attempt waiting in a slot pool's line
+	// asks the pool again (default 5 minutes): a pool that was terminated
+	// never sends the notice, and asking again starts a fresh one.
+	SlotAskEvery time.Duration `json:"slotAskEvery,omitempty"`
 }
 
 const (
 	defaultTailWait     = 20 * time.Second
 	defaultSilenceGrace = 30 * time.Second
 	defaultHostGrace    = 5 * time.Minute
+	defaultSlotAskEvery = 5 * time.Minute
 )
+
+// SlotAskEveryOrDefault is SlotAskEvery, or its default when unset.
+func (t *Tuning) SlotAskEveryOrDefault() time.Duration {
+	if t != nil && t.SlotAskEvery > 0 {
+		return t.SlotAskEvery
+	}
+	return defaultSlotAskEvery
+}
 
 // HostGraceOrDefault is HostGrace, or its default when unset.
 func (t *Tuning) HostGraceOrDefault() time.Duration {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func (r *rig) handoffs(run runplan.Run) ([]time.Duration, error) {
 		if err != nil {
 			return nil, err
 		}
-		events, err := bench.ReadEvents(filepath.Join(cwd, ".edda", "conductor", mapping.PlanName(t.ID, 1), "events.jsonl"))
+		events, err := bench.ReadEvents(filepath.Join(cwd, ".edda", "conductor", firstPlan(r.workRoot, t.ID), "events.jsonl"))
 		if err != nil {
 			return nil, err
 		}
@@ -152,4 +153,16 @@ func (r *rig) handoffs(run runplan.Run) ([]time.Duration, error) {
 		out = append(out, spans[t.ID].start.Sub(last))
 	}
 	return out, nil
+}
+
+// firstPlan is the plan name of a task's first attempt under the work
+// root: its name carries the task workflow's nonce, so it is looked up.
+func firstPlan(root, taskID string) string {
+	entries, _ := os.ReadDir(filepath.Join(root, "runs", taskID))
+	for _, e := range entries {
+		if e.IsDir() && mapping.IsAttemptPlan(e.Name(), taskID, 1) {
+			return e.Name()
+		}
+	}
+	return mapping.PlanName(taskID, 1)
 }
