@@ -45,10 +45,11 @@ func TestServerRestartUnderLoadLosesNothing(t *testing.T) {
 		r.AddKarviTask(ids[i])
 	}
 	for i, id := range ids {
-		runs[i] = r.Start(testrig.Dispatch(t, id, exampleMessage(1500, 1500, 1500, "")))
+		runs[i] = r.Start(testrig.Dispatch(t, id, exampleMessage(2000, 20000, 1000, "")))
 	}
 	// The kill lands once the last task's conductor is in its first phase,
-	// so every task is past its start and none has finished.
+	// so every task is past its start; a 20 s test phase keeps them
+	// running through the restart, however slowly 50 start on a loaded machine.
 	last := ids[n-1]
 	lastEvents := r.EventsPath(last, mapping.PlanName(last, 1))
 	for !hasEvent(lastEvents, "phase_start", "implement") {

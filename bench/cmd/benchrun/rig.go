@@ -84,7 +84,7 @@ func (e *env) newRig(name string, workerArgs ...string) (*rig, error) {
 	r.pprof = fmt.Sprintf("127.0.0.1:%d", port)
 	args := append(append([]string{"-pprof-addr", r.pprof}, e.workerArgs...), workerArgs...)
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
-		Addr: e.serverAddr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
+		Addr: e.serverAddr, Namespace: e.namespace, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
 		Sink: "karvi", KarviURL: r.fakes[temporalC].URL(), Templates: e.templates,
 		LogPath: filepath.Join(dir, "worker.log"), Args: args,
 	})
@@ -308,6 +308,7 @@ func durations(ss []bench.Sample) []time.Duration {
 type cpuSnap struct {
 	at                    time.Time
 	worker, server, bench time.Duration
+	db                    time.Duration // PostgreSQL's, with -cluster
 }
 
 func (r *rig) cpu() cpuSnap {
@@ -315,6 +316,7 @@ func (r *rig) cpu() cpuSnap {
 	s.worker, _ = bench.CPUTime(r.worker.PID())
 	s.server, _ = bench.CPUTime(r.e.serverPID)
 	s.bench, _ = bench.CPUTime(os.Getpid())
+	s.db = treeCPU(r.e.dbPID)
 	return s
 }
 
@@ -324,6 +326,7 @@ type CPUUse struct {
 	Worker  float64 `json:"workerCores"`
 	Server  float64 `json:"serverCores"`
 	Bench   float64 `json:"benchCores"`
+	DB      float64 `json:"dbCores,omitempty"` // PostgreSQL, with -cluster
 }
 
 func cpuUse(a, b cpuSnap) CPUUse {
@@ -334,5 +337,6 @@ func cpuUse(a, b cpuSnap) CPUUse {
 	return CPUUse{Seconds: wall,
 		Worker: (b.worker - a.worker).Seconds() / wall,
 		Server: (b.server - a.server).Seconds() / wall,
-		Bench:  (b.bench - a.bench).Seconds() / wall}
+		Bench:  (b.bench - a.bench).Seconds() / wall,
+		DB:     (b.db - a.db).Seconds() / wall}
 }
