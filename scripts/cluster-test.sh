@@ -10,7 +10,7 @@ BIN=${KARVI_EDDA_BIN:-$PWD/bin}
 export TEMPORAL_CLI=${TEMPORAL_CLI:-$BIN/temporal} KARVI_EDDA_BIN=$BIN
 eval "$(./scripts/cluster.sh env)"
 
-if ./scripts/cluster.sh status | grep -q '^temporal server: pid'; then
+if [[ $(./scripts/cluster.sh status) == *"temporal server: pid"* ]]; then
   echo "cluster-test: using the running cluster"
 else
   ./scripts/cluster.sh start
@@ -28,6 +28,11 @@ unset TEMPORAL_NAMESPACE
 FAULTS=${CLUSTER_FAULTS:-'^(TestFleetRunsEachTaskOnItsHost|TestRollingRestartLosesNothing|TestHostLossMovesItsTasksElsewhere|TestReturningHostStopsTheConductorsItLost|TestWorkerSIGKILLChaos|TestRunSurvivesRepeatedWorkerKills|TestServerRestartUnderLoadLosesNothing)$'}
 E2E=${CLUSTER_E2E:-'^TestRun'}
 start=$(date +%s)
-"$GO" test -race -count=1 -tags realserver -timeout 30m -run "$E2E" ./e2e/
-"$GO" test -race -count=1 -tags realserver -timeout 30m -run "$FAULTS" ./faults/
-echo "cluster-test: passed in $(( $(date +%s) - start )) s"
+rc=0
+"$GO" test -race -count=1 -tags realserver -timeout 30m -run "$E2E" ./e2e/ || rc=1
+"$GO" test -race -count=1 -tags realserver -timeout 30m -run "$FAULTS" ./faults/ || rc=1
+if ((rc)); then
+  echo "cluster-test: FAILED after $(($(date +%s) - start)) s" >&2
+  exit 1
+fi
+echo "cluster-test: passed in $(($(date +%s) - start)) s"
