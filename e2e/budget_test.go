@@ -29,8 +29,10 @@ import (
 func TestRunBudgetBlocksTheRun(t *testing.T) {
 	t.Parallel()
 	// Two tasks at once, $0.20 a phase of 2 s: after their second phases
-	// they have spent $0.80, with a phase each still to go.
-	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=2s cost=0.20"})
+	// they have spent $0.80, with a phase each still to go; that last phase
+	// (test: ties in phase order go by id, so implement, docs, test) lasts
+	// a minute, so the abort lands in it however slow the server.
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=2s cost=0.20; phase=test delay=60s"})
 	runFile := `{"slug":"bud","title":"Budget","concurrency":2,"tasks":[
 	 {"id":"bud-a","title":"A"},{"id":"bud-b","title":"B"},
 	 {"id":"bud-c","title":"C","depends":["bud-a"]},{"id":"bud-d","title":"D"}]}`

@@ -52,7 +52,14 @@ func TestRunWorktreesMergesAndConflict(t *testing.T) {
 	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Repo: "repos/app"})
 	task := func(v runapi.View, id string) *runstatus.Task { return v.Status.Tasks[id] }
 
-	v := r.WaitRun("wt", "d in conflict, b done", func(v runapi.View) bool {
+	// A merged task is done before its worktree is removed (pending-cleanup
+	// until then): wait for the removals too, however slow the server.
+	v := r.WaitRun("wt", "d in conflict, b done, merged worktrees removed", func(v runapi.View) bool {
+		for _, id := range []string{"wt-a", "wt-b", "wt-c"} {
+			if task(v, id).WorktreeStatus != runstatus.WorktreeCleaned {
+				return false
+			}
+		}
 		return task(v, "wt-d").Status == runstatus.TaskNeedsHumanRebase && task(v, "wt-b").Status == runstatus.TaskDone
 	})
 	feature := "feature/wt"

@@ -124,8 +124,10 @@ func TestHostLossMovesItsTasksElsewhere(t *testing.T) {
 	ids := taskIDs("LOSS", 9)
 	f.workspaces(ids...)
 	const grace = 3 * time.Second
+	// A long test phase keeps every task running until the host is lost,
+	// however long the nine take to start on a slow server.
 	for _, id := range ids {
-		f.start(id, exampleMessage(1500, 1500, 1500, ""), grace)
+		f.start(id, exampleMessage(1500, 8000, 1500, ""), grace)
 	}
 	// The host running the most tasks is lost.
 	perHost := map[string][]string{}

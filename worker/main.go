@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -102,7 +102,7 @@ func run(c config) error {
 	defer cl.Close()
 
 	if c.registerSearchAttrs {
-		if err := ensureSearchAttributes(cl, conn.Options.Namespace); err != nil {
+		if err := ensureSearchAttributes(ctx, cl.OperatorService(), conn.Options.Namespace); err != nil {
 			return err
 		}
 	}
@@ -187,19 +187,21 @@ func newSink(c config) (sink.Sink, error) {
 
 // ensureSearchAttributes adds the workflow's keyword attributes when the
 // namespace lacks them: without them every upsert would fail the workflow
-// task. A server that does not allow it gets a clear message instead.
-func ensureSearchAttributes(cl client.Client, namespace string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+// task. A server that does not allow it (no namespace admin right) gets a
+// message with the exact command an operator runs instead.
+func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServiceClient, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	op := cl.OperatorService()
 	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
 		return fmt.Errorf("list search attributes of namespace %s: %w", namespace, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
+	var names []string
 	for _, name := range workflows.SearchAttributeNames() {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+			names = append(names, name)
 		}
 	}
 	if len(missing) == 0 {
@@ -209,8 +211,13 @@ func ensureSearchAttributes(cl client.Client, namespace string) error {
 		Namespace: namespace, SearchAttributes: missing})
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("add search attributes %v to namespace %s (add them once with `temporal operator search-attribute create`, or start the worker with -register-search-attributes=false): %w",
-			workflows.SearchAttributeNames(), namespace, err)
+		slices.Sort(names)
+		cmd := "temporal operator search-attribute create --namespace " + namespace
+		for _, name := range names {
+			cmd += " --name " + name + " --type Keyword"
+		}
+		return fmt.Errorf("add search attributes %v to namespace %s: %w (an operator adds them once with `%s`; a worker that may not even list them runs with -register-search-attributes=false)",
+			names, namespace, err, cmd)
 	}
 	return nil
 }

@@ -82,11 +82,18 @@ type ServerOptions struct {
 	ExtraArgs []string
 }
 
-// Server is a running dev server.
+// Server is a running dev server, or an external Temporal server the
+// suites were pointed at (External).
 type Server struct {
 	Addr string
-	opts ServerOptions
-	dev  *testsuite.DevServer
+	// Namespace is where the suites' workflows run: "default" on a dev
+	// server, a namespace of the suite's own on an external server.
+	Namespace string
+	opts      ServerOptions
+	dev       *testsuite.DevServer
+	// restart is the external server's restart command (ExternalRestartEnv).
+	restart  string
+	external bool
 }
 
 // StartServer starts a dev server on 127.0.0.1 with the task workflow's
@@ -99,7 +106,7 @@ func StartServer(ctx context.Context, o ServerOptions) (*Server, error) {
 		}
 		o.Port = p
 	}
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(o.Port), opts: o}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(o.Port), Namespace: DefaultNamespace, opts: o}
 	return s, s.start(ctx)
 }
 
@@ -133,12 +140,12 @@ func (s *Server) start(ctx context.Context) error {
 	return nil
 }
 
-// Client dials the server.
+// Client dials the server, in the server's namespace.
 func (s *Server) Client() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.Addr, Logger: quiet{}})
+	return client.Dial(client.Options{HostPort: s.Addr, Namespace: s.Namespace, Logger: quiet{}})
 }
 
-// Stop stops the server process.
+// Stop stops the server process; an external server is left running.
 func (s *Server) Stop() error {
 	if s.dev == nil {
 		return nil
@@ -149,8 +156,12 @@ func (s *Server) Stop() error {
 }
 
 // Restart stops the server and starts it again on the same port and
-// database, as an operator restart would.
+// database, as an operator restart would. An external server is restarted
+// by its restart command (ExternalRestartEnv).
 func (s *Server) Restart(ctx context.Context) error {
+	if s.external {
+		return s.restartExternal(ctx)
+	}
 	if err := s.Stop(); err != nil {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
@@ -160,6 +171,7 @@ func (s *Server) Restart(ctx context.Context) error {
 // WorkerOptions configures a worker process.
 type WorkerOptions struct {
 	Addr      string
+	Namespace string // empty: the worker's default (TEMPORAL_NAMESPACE, else "default")
 	TaskQueue string
 	WorkRoot  string
 	Conductor string
@@ -197,6 +209,9 @@ func StartWorker(o WorkerOptions) (*Worker, error) {
 	}
 	args := []string{"-address", o.Addr, "-task-queue", o.TaskQueue, "-work-root", o.WorkRoot,
 		"-conductor", o.Conductor, "-sink", o.Sink, "-stop-grace", "2s"}
+	if o.Namespace != "" {
+		args = append(args, "-namespace", o.Namespace)
+	}
 	if o.SinkDir != "" {
 		args = append(args, "-sink-dir", o.SinkDir)
 	}

@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := devenv.StartServer(ctx, devenv.ServerOptions{})
+	s, err := sharedServer(ctx)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", suite, err)
 		return 1
@@ -54,4 +54,24 @@ func run(m *testing.M) int {
 	defer s.Stop()
 	shared = s
 	return m.Run()
+}
+
+// sharedServer starts the suite's dev server or, when ExternalAddressEnv
+// names a running server, uses it in a namespace of this run's own, which
+// every process the tests start inherits as TEMPORAL_NAMESPACE.
+func sharedServer(ctx context.Context) (*devenv.Server, error) {
+	addr, ok := devenv.ExternalAddress()
+	if !ok {
+		return devenv.StartServer(ctx, devenv.ServerOptions{})
+	}
+	ns := fmt.Sprintf("karvi-%s-%s", suite, time.Now().UTC().Format("20060102-150405.000"))
+	s, err := devenv.ExternalServer(ctx, addr, ns)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Setenv("TEMPORAL_NAMESPACE", ns); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "%s: on the Temporal server at %s, namespace %s\n", suite, addr, ns)
+	return s, nil
 }

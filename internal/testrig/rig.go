@@ -192,7 +192,7 @@ func (r *Rig) StartWorker() *devenv.Worker {
 	defer r.mu.Unlock()
 	r.workers++
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
-		Addr: r.Server.Addr, TaskQueue: r.Queue, WorkRoot: r.WorkRoot, Conductor: sim,
+		Addr: r.Server.Addr, Namespace: r.Server.Namespace, TaskQueue: r.Queue, WorkRoot: r.WorkRoot, Conductor: sim,
 		Sink: r.opts.Sink, SinkDir: r.SinkDir, KarviURL: r.opts.KarviURL, Env: r.env,
 		LogPath:   filepath.Join(r.Dir, fmt.Sprintf("worker-%d.log", r.workers)),
 		Templates: templates, Args: r.opts.WorkerArgs,

@@ -36,6 +36,9 @@ func (e *env) capacity(ctx context.Context) error {
 	if e.quick {
 		levels = []int{20, 50}
 	}
+	if len(e.capacityLevels) > 0 {
+		levels = e.capacityLevels
+	}
 	r, err := e.newRig("capacity")
 	if err != nil {
 		return err
@@ -67,9 +70,11 @@ func (e *env) capacity(ctx context.Context) error {
 			lv.Error = firstLine(runErr.Error())
 		}
 		e.results.Capacity = append(e.results.Capacity, lv)
-		e.logf("capacity %d tasks: p50/p99/max %.0f/%.0f/%.0f ms over %d events (%d missing); cores worker %.2f server %.2f; %s",
-			n, lv.Latency.P50, lv.Latency.P99, lv.Latency.Max, lv.Events, lv.Missing, use.Worker, use.Server, lv.Error)
-		if runErr != nil || lv.Latency.P99 > 1000 {
+		e.logf("capacity %d tasks: p50/p99/max %.0f/%.0f/%.0f ms over %d events (%d missing); cores worker %.2f server %.2f db %.2f; %s",
+			n, lv.Latency.P50, lv.Latency.P99, lv.Latency.Max, lv.Events, lv.Missing, use.Worker, use.Server, use.DB, lv.Error)
+		// Levels given with -capacity-levels all run (to compare servers
+		// level by level) unless a task fails.
+		if runErr != nil || (lv.Latency.P99 > 1000 && len(e.capacityLevels) == 0) {
 			break
 		}
 	}

@@ -53,6 +53,13 @@ type env struct {
 	log             io.Writer
 	workerArgs      []string
 	results         *Results
+	// -cluster: every group on the running cluster, in a namespace of its
+	// own (namespace); dbPID is PostgreSQL's, for its CPU.
+	cluster        *clusterOptions
+	clusterGroups  int
+	namespace      string
+	dbPID          int
+	capacityLevels []int
 }
 
 func (e *env) logf(format string, args ...any) {
@@ -72,6 +79,10 @@ func run() error {
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
 	tuned := flag.String("tuned-config", strings.Join(tunedConfig, ","), "dynamic config of the tuned dev server, comma-separated KEY=VALUE")
 	workerArgs := flag.String("worker-args", "", "extra flags for every worker, space-separated (to compare settings, e.g. -tail-linger 1ms)")
+	onCluster := flag.Bool("cluster", false, "run on the PostgreSQL-backed server of `make cluster` (-cluster-address) instead of dev servers")
+	clusterAddr := flag.String("cluster-address", "127.0.0.1:17233", "the cluster's frontend, with -cluster")
+	clusterDir := flag.String("cluster-dir", ".run/cluster", "the cluster's state directory (its pid files), with -cluster")
+	levels := flag.String("capacity-levels", "", "the capacity scenario's task counts, comma-separated (default 100,250,500,1000,1500)")
 	flag.Parse()
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -99,6 +110,16 @@ func run() error {
 		return err
 	}
 	e := &env{root: root, quick: *quick, log: os.Stderr, workerArgs: strings.Fields(*workerArgs)}
+	if e.capacityLevels, err = parseLevels(*levels); err != nil {
+		return err
+	}
+	if *onCluster {
+		dir, err := filepath.Abs(*clusterDir)
+		if err != nil {
+			return err
+		}
+		e.cluster = &clusterOptions{addr: *clusterAddr, dir: dir}
+	}
 	e.out, err = filepath.Abs(*out)
 	if err != nil {
 		return err
@@ -108,6 +129,9 @@ func run() error {
 	}
 	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo(),
 		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs, Tuned: strings.Join(tunedConfig, " ")}
+	if e.cluster != nil {
+		e.results.Cluster = e.cluster.addr
+	}
 
 	if e.sim, err = devenv.Binary("eddasim"); err != nil {
 		return err

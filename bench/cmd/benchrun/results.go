@@ -28,6 +28,7 @@ type Results struct {
 	Runs       []RunBench         `json:"runs"`
 	Slots      []SlotBench        `json:"slots"`
 	Karvi      []KarviLimitResult `json:"karvi"`
+	Cluster    string             `json:"cluster,omitempty"` // -cluster: the PostgreSQL-backed server's frontend
 }
 
 // GoBenchResult is one case of a one-core Go benchmark (a sub-benchmark of
@@ -259,15 +260,19 @@ func (r *Results) Markdown() string {
 	}
 	if len(r.Capacity) > 0 {
 		p("")
-		p("## Capacity: tasks at once on one worker, one dev server and the simulators (default dev server)")
+		if r.Cluster != "" {
+			p("## Capacity: tasks at once on one worker, the PostgreSQL-backed cluster (%s) and the simulators", r.Cluster)
+		} else {
+			p("## Capacity: tasks at once on one worker, one dev server and the simulators (default dev server)")
+		}
 		p("")
 		p("Each task: %s. Stepped until p99 passes 1 s, a task fails, or the last level.", capacityPlan)
 		p("")
-		p("| tasks | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | server ms/event | worker ms/event | error |")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("| tasks | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | db cores | server ms/event | worker ms/event | error |")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 		for _, c := range r.Capacity {
-			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
-				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPU.Worker, c.CPU.Server, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
+			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
+				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPU.Worker, c.CPU.Server, c.CPU.DB, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
 		}
 	}
 	if len(r.Runs) > 0 {

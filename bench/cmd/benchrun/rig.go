@@ -114,7 +114,7 @@ func (e *env) newRigWith(name string, o rigOptions) (*rig, error) {
 		}()
 	}
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
-		Addr: e.serverAddr, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
+		Addr: e.serverAddr, Namespace: e.namespace, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
 		Sink: "karvi", KarviURL: r.fakes[temporalC].URL(), Templates: e.templates,
 		LogPath: filepath.Join(dir, "worker.log"), Args: args,
 	})
@@ -338,6 +338,7 @@ func durations(ss []bench.Sample) []time.Duration {
 type cpuSnap struct {
 	at                    time.Time
 	worker, server, bench time.Duration
+	db                    time.Duration // PostgreSQL's, with -cluster
 }
 
 func (r *rig) cpu() cpuSnap {
@@ -345,6 +346,7 @@ func (r *rig) cpu() cpuSnap {
 	s.worker, _ = bench.CPUTime(r.worker.PID())
 	s.server, _ = bench.CPUTime(r.e.serverPID)
 	s.bench, _ = bench.CPUTime(os.Getpid())
+	s.db = treeCPU(r.e.dbPID)
 	return s
 }
 
@@ -354,6 +356,7 @@ type CPUUse struct {
 	Worker  float64 `json:"workerCores"`
 	Server  float64 `json:"serverCores"`
 	Bench   float64 `json:"benchCores"`
+	DB      float64 `json:"dbCores,omitempty"` // PostgreSQL, with -cluster
 }
 
 func cpuUse(a, b cpuSnap) CPUUse {
@@ -364,5 +367,6 @@ func cpuUse(a, b cpuSnap) CPUUse {
 	return CPUUse{Seconds: wall,
 		Worker: (b.worker - a.worker).Seconds() / wall,
 		Server: (b.server - a.server).Seconds() / wall,
-		Bench:  (b.bench - a.bench).Seconds() / wall}
+		Bench:  (b.bench - a.bench).Seconds() / wall,
+		DB:     (b.db - a.db).Seconds() / wall}
 }

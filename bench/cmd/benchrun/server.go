@@ -27,6 +27,9 @@ var tunedConfig = []string{
 // startServer starts a dev server through devenv, as the tests do, with
 // tunedConfig on top when tuned.
 func (e *env) startServer(ctx context.Context, tuned bool) (stop func(), err error) {
+	if e.cluster != nil {
+		return e.startCluster(ctx, tuned)
+	}
 	logf, err := os.OpenFile(filepath.Join(e.out, "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
