@@ -92,14 +92,16 @@ func withoutSteps(s *activities.StreamInfo) *activities.StreamInfo {
 }
 
 // lines splits a stream into its events, each one checked to validate as
-// stored and to come back unchanged from validation.
+// stored, to come back unchanged from validation, and to follow the
+// transition table from the agent's last state (no warning replayed).
 func streamEvents(t *testing.T, data []byte) []canonical.Event {
 	t.Helper()
 	var out []canonical.Event
+	var replay canonical.Stream
 	for i, line := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 		ev, err := canonical.Parse(line)
 		require.NoError(t, err, "line %d", i)
-		_, warns, err := canonical.Validate(ev)
+		_, warns, err := replay.Validate(ev)
 		require.NoError(t, err, "line %d: %s", i, line)
 		require.Empty(t, warns, "line %d: %s", i, line)
 		out = append(out, ev)
@@ -136,12 +138,13 @@ func TestStreamGolden(t *testing.T) {
 
 			got := f.streams.file("T5")
 			evs := streamEvents(t, got)
-			require.Len(t, evs, len(f.events)+5, "the conductor's events and five steps")
+			// Example B's last attempt fails the test phase for good: the
+			// store puts the error the table asks for before failed.
+			bridges := map[string]int{"A": 0, "B": 1}[name]
+			require.Len(t, evs, len(f.events)+5+bridges, "the conductor's events, five steps and the bridges")
 			require.Equal(t, "run-T5", st.Stream)
 			require.GreaterOrEqual(t, st.StreamEvents, len(f.events), "the deliveries count what they stored")
-			// Example B's last attempt goes from running straight to failed
-			// (the canonical goldens pin the same warning).
-			require.Equal(t, map[string]int{"A": 0, "B": 1}[name], st.StreamWarnings)
+			require.Zero(t, st.StreamWarnings)
 
 			path := filepath.Join("testdata", "streams", name+".jsonl")
 			if *updateStreams {
