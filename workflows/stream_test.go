@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +300,35 @@ func TestStepsAreRedactedBeforeTheyTravel(t *testing.T) {
 	joined := strings.Join(carried, "\n")
 	require.NotContains(t, joined, secret[:24])
 	require.Contains(t, joined, "Use key ***REDACTED*** to add auth.")
+}
+
+// Steps handed to an activity that then fails for good (its host lost)
+// are not lost: they stay pending and the next activity stores them, so
+// the workflow's steps in the stream run 1, 2, 3, ... without a gap.
+func TestStreamKeepsTheStepsOfAFailedActivity(t *testing.T) {
+	env := newEnv(t)
+	q := watchQueues(env)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
+		hostOf: func(n int) string { return map[int]string{1: "h2", 2: "h1"}[n] }, streams: newStreamFake(t)}
+	f.gone = lostHost(func() string { return q.shared }, "h2")
+	f.register(env)
+	// A signal in the middle of the failing delivery (a second of the
+	// fake's time): its step travels in the stop sent to the lost host.
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try elsewhere"})
+	}, 500*time.Millisecond)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var seqs []int
+	for _, ev := range streamEvents(t, f.streams.file("T5")) {
+		if i := strings.LastIndex(ev.RawRef, "#seq="); i >= 0 {
+			n, err := strconv.Atoi(ev.RawRef[i+len("#seq="):])
+			require.NoError(t, err)
+			seqs = append(seqs, n)
+		}
+	}
+	require.NotEmpty(t, seqs)
+	for i, n := range seqs {
+		require.Equal(t, i+1, n, "the workflow's steps as stored: %v", seqs)
+	}
 }
