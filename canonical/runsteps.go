@@ -41,9 +41,6 @@ type RunStep struct {
 	// unknown: then From's is taken). It decides which state is true for
 	// To, so that the stream keeps to the transition table.
 	Prev State
-	// Final marks a task's last step at the run's end: a failed task's
-	// failure is then final, and a task that never ran is cancelled.
-	Final bool
 }
 
 // RunTaskState is the canonical state a task's status.json state leaves
@@ -93,11 +90,11 @@ var runStates = map[string]struct {
 //	run complete / partial    done       task_done     result success / partial
 //
 // A status the agent's state (Prev) cannot move to under the transition
-// table leaves it where it is, as a task_update: a task that never ran is
-// still idle when blocked or paused, a failed one still in error when
-// queued again. A failed task is in error until the run ends (Final), so
-// a retry can run it; then it is failed, and a task that never ran is
-// cancelled. A budget's note (To "budget") is a message of the run; a state this
+// table, or that leaves it in the same state, is a task_update in the
+// state it stays in: a task that never ran is still idle when blocked,
+// paused or queued again, a failed one still in error when queued again.
+// A failed task is in error, never failed, since a retry can run it even
+// after the run ended (a run can be reopened). A budget's note (To "budget") is a message of the run; a state this
 // table does not know is reported as a message from an agent still at
 // work, as an unknown conductor event is.
 func FromRunStep(s RunStep, ctx StepContext) Event {
@@ -124,26 +121,23 @@ func FromRunStep(s RunStep, ctx StepContext) Event {
 	}
 	var payload any
 	switch {
-	case s.Task != "" && known && s.Final && prev == StateError:
-		// Retries are over with the run: the failure is final.
-		ev.State, ev.Type = StateFailed, TypeError
-		payload = runError{ErrorType: "task_failed", Message: firstNonEmpty(s.Reason, "task failed"), Loops: s.Loops}
-	case s.Task != "" && known && s.Final && prev == StateIdle:
-		ev.State, ev.Type = StateCancelled, TypeTaskDone
-		payload = taskDone{Result: "cancelled", Summary: firstNonEmpty(s.Reason, "never ran: the run ended")}
 	case s.Task != "" && s.To == "failed":
-		// Failed, but a retry may still run it: error, as a retry's
-		// failure is; the run's end makes it failed.
+		// Failed, but a retry may still run it, even after the run ended
+		// (a run can be reopened): error, as a retry's failure is.
 		ev.State, ev.Type = StateError, TypeError
 		payload = runError{ErrorType: "task_failed", Message: firstNonEmpty(s.Reason, "task failed"), Loops: s.Loops}
+	case s.Task != "" && s.To == "queued" && prev == StateRunning:
+		// Queued again after it ran (a loop: its attempt did not finish
+		// it): in error until its next attempt runs, as a retry is.
+		ev.State, ev.Type = StateError, TypeTaskUpdate
+		payload = runUpdate{Status: s.To, Message: strings.TrimSpace("queued again: " + s.Reason)}
 	case s.Task != "" && s.To == "skipped" && prev == StateError:
 		// A failed task skipped: its failure stands (error to failed),
 		// and the skip is what the result says.
 		ev.State, ev.Type = StateFailed, TypeTaskDone
 		payload = taskDone{Result: "skipped", Summary: s.Reason, Attempt: s.Attempt}
-	case s.Task != "" && known && prev != "" && to.state != prev && !Transition(prev, to.state) &&
-		(prev == StateIdle || prev == StateError || prev == StateBlocked || prev == StateWaiting) &&
-		to.typ == TypeStateChange:
+	case s.Task != "" && known && prev != "" && to.typ == TypeStateChange && (to.state == prev ||
+		!Transition(prev, to.state) && (prev == StateIdle || prev == StateError || prev == StateBlocked || prev == StateWaiting)):
 		// The status moved but the agent did not: a task that never ran
 		// is still idle when a failed dependency blocks it or a pause
 		// holds it; a failed task queued again is still in error until it

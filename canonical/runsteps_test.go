@@ -29,7 +29,6 @@ func TestFromRunStepTable(t *testing.T) {
 		{RunStep{Task: "ui", From: "running", To: "failed", Reason: "check failed", Loops: 5}, "task-ui", StateError, TypeError,
 			map[string]any{"error_type": "task_failed", "message": "check failed", "loops": 5.0}},
 		{RunStep{Task: "ui", From: "failed", To: "skipped"}, "task-ui", StateFailed, TypeTaskDone, map[string]any{"result": "skipped"}},
-		{RunStep{Task: "ui", From: "failed", To: "failed", Final: true, Reason: "check failed"}, "task-ui", StateFailed, TypeError, map[string]any{"message": "check failed"}},
 		{RunStep{Task: "ui", From: "queued", To: "skipped"}, "task-ui", StateCancelled, TypeTaskDone, map[string]any{"result": "skipped"}},
 		{RunStep{Task: "ui", From: "running", To: "needs-human-rebase", Reason: "conflicts in a.go"}, "task-ui", StateBlocked, TypeStateChange, map[string]any{"reason": "conflicts in a.go"}},
 		{RunStep{Task: "ui", From: "running", To: "paused"}, "task-ui", StateWaiting, TypeStateChange, nil},
@@ -68,21 +67,21 @@ func TestRunTaskPathsFollowTheTable(t *testing.T) {
 	ctx := StepContext{RunID: RunIDForRun("r"), TaskID: "r", Source: StepSource("default", "karvi-run-r", "r1")}
 	for _, c := range []struct {
 		name     string
-		statuses []string // "final" ends the run
+		statuses []string
 		want     []string
 	}{
-		{"blocked by a failed dependency before it ran, then the run ends",
-			[]string{"queued", "blocked", "final"},
-			[]string{"idle/task_spawn", "idle/task_update", "cancelled/task_done"}},
-		{"blocked, then released by a retry of its dependency",
+		{"blocked by a failed dependency before it ran",
+			[]string{"queued", "blocked"},
+			[]string{"idle/task_spawn", "idle/task_update"}},
+		{"blocked, then released by a retry of its dependency (the run reopened)",
 			[]string{"queued", "blocked", "queued", "running", "done"},
 			[]string{"idle/task_spawn", "idle/task_update", "idle/task_update", "running/state_change", "done/task_done"}},
 		{"failed, retried, done",
 			[]string{"queued", "running", "failed", "queued", "running", "done"},
 			[]string{"idle/task_spawn", "running/state_change", "error/error", "error/task_update", "running/state_change", "done/task_done"}},
-		{"failed for good at the run's end",
-			[]string{"queued", "running", "failed", "final"},
-			[]string{"idle/task_spawn", "running/state_change", "error/error", "failed/error"}},
+		{"looped: queued again after it ran, then done",
+			[]string{"queued", "running", "queued", "running", "done"},
+			[]string{"idle/task_spawn", "running/state_change", "error/task_update", "running/state_change", "done/task_done"}},
 		{"failed, then skipped",
 			[]string{"queued", "running", "failed", "skipped"},
 			[]string{"idle/task_spawn", "running/state_change", "error/error", "failed/task_done"}},
@@ -93,7 +92,7 @@ func TestRunTaskPathsFollowTheTable(t *testing.T) {
 			[]string{"queued", "running", "needs-human-rebase", "blocked", "running", "done"},
 			[]string{"idle/task_spawn", "running/state_change", "blocked/state_change", "blocked/task_update", "running/state_change", "done/task_done"}},
 		{"skipped before it ran",
-			[]string{"queued", "skipped", "final"},
+			[]string{"queued", "skipped"},
 			[]string{"idle/task_spawn", "cancelled/task_done"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,21 +101,14 @@ func TestRunTaskPathsFollowTheTable(t *testing.T) {
 			var prev State
 			from := ""
 			for i, to := range c.statuses {
-				step := RunStep{Seq: i + 1, TS: at, Task: "a", From: from, To: to, Prev: prev}
-				if to == "final" {
-					if prev != StateError && prev != StateIdle {
-						continue // the run's end leaves it as it is
-					}
-					step.To, step.Final = from, true
-				}
-				ev := FromRunStep(step, ctx)
+				ev := FromRunStep(RunStep{Seq: i + 1, TS: at, Task: "a", From: from, To: to, Prev: prev}, ctx)
 				out := s.Follow(ev)
 				require.Len(t, out, 1, "no bridge for %s", to)
 				v, warns, err := s.Validate(out[0])
 				require.NoError(t, err)
 				require.Empty(t, warns, "%s -> %s", from, to)
 				got = append(got, string(v.State)+"/"+string(v.Type))
-				prev, from = v.State, step.To
+				prev, from = v.State, to
 			}
 			require.Equal(t, c.want, got)
 		})

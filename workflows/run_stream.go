@@ -118,15 +118,6 @@ func (r *runFlow) runSteps() []canonical.Event {
 		st.Reported["budget"] = note
 	}
 	if ended {
-		// Retries are over: a failed task's failure is final and a task
-		// that never ran is cancelled, before the run's own end.
-		for _, rt := range r.run.Tasks {
-			if prev := st.taskState(rt.ID); st.Reported[rt.ID] != "" && (prev == canonical.StateError || prev == canonical.StateIdle) {
-				dt := doc.Tasks[rt.ID]
-				emit(canonical.RunStep{Task: rt.ID, Title: rt.Title, From: st.Reported[rt.ID], To: st.Reported[rt.ID],
-					Final: true, Reason: dt.Error, Attempt: r.st.Tasks[rt.ID].Attempt, Loops: dt.LoopCount})
-			}
-		}
 		runStep()
 	}
 	return evs
