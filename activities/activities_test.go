@@ -2,6 +2,7 @@ package activities
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -177,6 +178,47 @@ func TestConductorEnvDropsSecrets(t *testing.T) {
 	require.Contains(t, env, "EXTRA=1")
 	require.NotEmpty(t, os.Getenv("PATH"))
 	require.Contains(t, joined, "PATH=")
+}
+
+// Every secret the worker reads from its environment (the SDK's envconfig
+// variables, the codec keys, karvi's tokens) stays out of the conductor's,
+// and so out of every agent's; what an agent needs stays in.
+func TestConductorEnvHoldsNoWorkerSecret(t *testing.T) {
+	secrets := map[string]string{
+		"TEMPORAL_API_KEY":                 "s-api-key",
+		"TEMPORAL_TLS_CLIENT_KEY_DATA":     "s-client-key",
+		"TEMPORAL_TLS_CLIENT_CERT_DATA":    "s-client-cert",
+		"TEMPORAL_TLS_CLIENT_KEY_PATH":     "s-client-key-path",
+		"TEMPORAL_TLS_SERVER_CA_CERT_DATA": "s-ca",
+		"TEMPORAL_CODEC_AUTH":              "s-codec-auth",
+		"TEMPORAL_GRPC_META_AUTHORIZATION": "s-grpc-meta",
+		"TEMPORAL_CONFIG_FILE":             "s-config-file",
+		"TEMPORAL_PROFILE":                 "s-profile",
+		"TEMPORAL_ADDRESS":                 "s-address",
+		"KARVI_API_TOKEN":                  "s-karvi-token",
+		"KARVI_API_TOKEN_ADMIN":            "s-karvi-admin",
+		"KARVI_TEMPORAL_CODEC_KEY":         "s-codec-key",
+		"KARVI_TEMPORAL_CODEC_OLD_KEYS":    "s-old-keys",
+		"KARVI_EDDA_RUN_TOKEN":             "s-run-token",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "agent-key")
+	t.Setenv("HOME", "/home/agent")
+	env := conductorEnv([]string{"EXTRA=1"})
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		_, secret := secrets[name]
+		require.False(t, secret, "%s reaches the conductor", name)
+		for s := range maps.Values(secrets) {
+			require.NotContains(t, value, s, "%s carries a secret", name)
+		}
+	}
+	require.Contains(t, env, "ANTHROPIC_API_KEY=agent-key", "the agent's own key stays")
+	require.Contains(t, env, "HOME=/home/agent")
+	require.Contains(t, env, "PATH="+os.Getenv("PATH"))
+	require.Contains(t, env, "EXTRA=1")
 }
 
 func TestSinkErrorsMapOntoRetryPolicy(t *testing.T) {

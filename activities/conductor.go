@@ -138,22 +138,21 @@ func (a *Activities) sweepLeftovers(ctx context.Context, plan PlanInfo, h Conduc
 	return msg
 }
 
-// secretEnv names environment variables of the worker that must not reach the
-// conductor and its agents: the karvi token and the payload codec key.
-var secretEnv = []string{"KARVI_API_TOKEN", "KARVI_TEMPORAL_CODEC_KEY"}
-
-// conductorEnv is the worker's environment without its secrets, plus extra.
+// conductorEnv is the worker's environment without anything the worker
+// reads for itself, plus extra. Every variable named TEMPORAL_* (the
+// connection settings the SDK's envconfig reads: API key, mTLS key and
+// certificate, gRPC headers, codec auth, profile file) and KARVI_* (the
+// karvi tokens, the payload codec keys current and old, the worker's own
+// settings) is dropped: the conductor and its agents need none of them, and
+// an agent that could read them could reach every workflow in the namespace
+// or decrypt its payloads. A deny rule by prefix rather than a list of
+// names keeps a variable added later out too. What the agents do need
+// (PATH, HOME, their model keys) passes; extra is appended as given.
 func conductorEnv(extra []string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		secret := false
-		for _, s := range secretEnv {
-			if name == s {
-				secret = true
-			}
-		}
-		if !secret {
+		if !workerOnlyEnv(name) {
 			env = append(env, kv)
 		}
 	}
@@ -164,4 +163,9 @@ func conductorEnv(extra []string) []string {
 func (d *delivery) note(ctx context.Context, action, detail string) error {
 	c := d.brief.Note(time.Now().UTC().Format(time.RFC3339), action, detail)
 	return d.patch(ctx, d.enc.Patch(&d.brief, c))
+}
+
+// workerOnlyEnv reports a variable the conductor must not inherit.
+func workerOnlyEnv(name string) bool {
+	return strings.HasPrefix(name, "TEMPORAL_") || strings.HasPrefix(name, "KARVI_")
 }

@@ -37,6 +37,21 @@ type RunStep struct {
 	Model   string
 	Attempt int
 	Loops   int
+	// Prev is the agent's canonical state as last reported ("" when
+	// unknown: then From's is taken). It decides which state is true for
+	// To, so that the stream keeps to the transition table.
+	Prev State
+}
+
+// RunTaskState is the canonical state a task's status.json state leaves
+// its agent in while the run goes on: a failed task is in error, since a
+// person may still retry it (error to running is a retry; failed would
+// be terminal). Unknown states give "".
+func RunTaskState(status string) State {
+	if status == "failed" {
+		return StateError
+	}
+	return runStates[status].state
 }
 
 // runStates maps status.json states onto the canonical ones, and says
@@ -63,18 +78,23 @@ var runStates = map[string]struct {
 // and type follow the task's new state:
 //
 //	status.json state         state      type          payload
-//	queued                    idle       state_change  from, to, trigger queued
+//	queued, first             idle       task_spawn    status, title
 //	running                   running    state_change  from, to, trigger started, attempt, model
 //	blocked                   blocked    state_change  from, to, trigger, reason (what blocks it)
 //	paused                    waiting    state_change  from, to, trigger, reason
 //	needs-human-rebase        blocked    state_change  from, to, trigger, reason (the conflict)
 //	done                      done       task_done     result success
 //	skipped                   cancelled  task_done     result skipped
-//	failed                    failed     error         error_type task_failed, message (its error)
+//	failed                    error      error         error_type task_failed, message (its error)
 //	run active / paused       running / waiting  state_change
 //	run complete / partial    done       task_done     result success / partial
 //
-// A budget's note (To "budget") is a message of the run; a state this
+// A status the agent's state (Prev) cannot move to under the transition
+// table, or that leaves it in the same state, is a task_update in the
+// state it stays in: a task that never ran is still idle when blocked,
+// paused or queued again, a failed one still in error when queued again.
+// A failed task is in error, never failed, since a retry can run it even
+// after the run ended (a run can be reopened). A budget's note (To "budget") is a message of the run; a state this
 // table does not know is reported as a message from an agent still at
 // work, as an unknown conductor event is.
 func FromRunStep(s RunStep, ctx StepContext) Event {
@@ -95,8 +115,40 @@ func FromRunStep(s RunStep, ctx StepContext) Event {
 		ev.TaskID = prefixed("task-", s.Task)
 	}
 	to, known := runStates[s.To]
+	prev := s.Prev
+	if prev == "" {
+		prev = RunTaskState(s.From)
+	}
 	var payload any
 	switch {
+	case s.Task != "" && s.To == "failed":
+		// Failed, but a retry may still run it, even after the run ended
+		// (a run can be reopened): error, as a retry's failure is.
+		ev.State, ev.Type = StateError, TypeError
+		payload = runError{ErrorType: "task_failed", Message: firstNonEmpty(s.Reason, "task failed"), Loops: s.Loops}
+	case s.Task != "" && s.To == "queued" && prev == StateRunning:
+		// Queued again after it ran (a loop: its attempt did not finish
+		// it): in error until its next attempt runs, as a retry is.
+		ev.State, ev.Type = StateError, TypeTaskUpdate
+		payload = runUpdate{Status: s.To, Message: strings.TrimSpace("queued again: " + s.Reason)}
+	case s.Task != "" && s.To == "skipped" && prev == StateError:
+		// A failed task skipped: its failure stands (error to failed),
+		// and the skip is what the result says.
+		ev.State, ev.Type = StateFailed, TypeTaskDone
+		payload = taskDone{Result: "skipped", Summary: s.Reason, Attempt: s.Attempt}
+	case s.Task != "" && known && prev != "" && to.typ == TypeStateChange && (to.state == prev ||
+		!Transition(prev, to.state) && (prev == StateIdle || prev == StateError || prev == StateBlocked || prev == StateWaiting)):
+		// The status moved but the agent did not: a task that never ran
+		// is still idle when a failed dependency blocks it or a pause
+		// holds it; a failed task queued again is still in error until it
+		// runs. An update says so, in the agent's true state.
+		ev.State, ev.Type = prev, TypeTaskUpdate
+		payload = runUpdate{Status: s.To, Message: strings.TrimSpace(s.To + ": " + s.Reason)}
+	case s.Task != "" && s.To == "queued" && s.Prev == "" && s.From == "":
+		// The task's first event: the run spawns it, idle. No change of
+		// state: a state_change from idle to idle would be one to nowhere.
+		ev.State, ev.Type = StateIdle, TypeTaskSpawn
+		payload = runUpdate{Status: "queued", Message: "queued", Title: s.Title}
 	case s.To == "budget":
 		// A budget's warning or its spending: the run notes it and, for a
 		// warn budget, goes on.
@@ -121,8 +173,8 @@ func FromRunStep(s RunStep, ctx StepContext) Event {
 	default:
 		ev.State, ev.Type = to.state, to.typ
 		from := StateIdle
-		if f, ok := runStates[s.From]; ok {
-			from = f.state
+		if prev != "" {
+			from = prev
 		}
 		payload = runChange{From: from, To: to.state, Trigger: firstNonEmpty(s.To, "queued"),
 			Reason: s.Reason, Attempt: s.Attempt, Model: s.Model, Title: s.Title}
@@ -142,6 +194,11 @@ type (
 		Reason  string `json:"reason,omitempty"`
 		Attempt int    `json:"attempt,omitempty"`
 		Model   string `json:"model,omitempty"`
+		Title   string `json:"title,omitempty"`
+	}
+	runUpdate struct {
+		Status  string `json:"status"`
+		Message string `json:"message"`
 		Title   string `json:"title,omitempty"`
 	}
 	runError struct {

@@ -20,14 +20,16 @@ func TestFromRunStepTable(t *testing.T) {
 		payloadKeys map[string]any
 	}{
 		{RunStep{To: "active"}, RunAgent, StateRunning, TypeStateChange, map[string]any{"from": "idle", "to": "running", "trigger": "active"}},
-		{RunStep{Task: "api", To: "queued", Title: "Profile API"}, "task-api", StateIdle, TypeStateChange, map[string]any{"to": "idle", "title": "Profile API"}},
+		{RunStep{Task: "api", To: "queued", Title: "Profile API"}, "task-api", StateIdle, TypeTaskSpawn, map[string]any{"status": "queued", "title": "Profile API"}},
 		{RunStep{Task: "api", From: "queued", To: "running", Attempt: 1, Model: "opus"}, "task-api", StateRunning, TypeStateChange,
 			map[string]any{"from": "idle", "to": "running", "trigger": "running", "attempt": 1.0, "model": "opus"}},
-		{RunStep{Task: "e2e", From: "queued", To: "blocked", Reason: "blocked by ui"}, "task-e2e", StateBlocked, TypeStateChange, map[string]any{"reason": "blocked by ui"}},
+		{RunStep{Task: "e2e", From: "queued", To: "blocked", Reason: "blocked by ui"}, "task-e2e", StateIdle, TypeTaskUpdate, map[string]any{"status": "blocked", "message": "blocked: blocked by ui"}},
+		{RunStep{Task: "e2e", From: "running", To: "blocked", Reason: "blocked by ui"}, "task-e2e", StateBlocked, TypeStateChange, map[string]any{"reason": "blocked by ui"}},
 		{RunStep{Task: "api", From: "running", To: "done", Attempt: 1}, "task-api", StateDone, TypeTaskDone, map[string]any{"result": "success"}},
-		{RunStep{Task: "ui", From: "running", To: "failed", Reason: "check failed", Loops: 5}, "task-ui", StateFailed, TypeError,
+		{RunStep{Task: "ui", From: "running", To: "failed", Reason: "check failed", Loops: 5}, "task-ui", StateError, TypeError,
 			map[string]any{"error_type": "task_failed", "message": "check failed", "loops": 5.0}},
-		{RunStep{Task: "ui", From: "failed", To: "skipped"}, "task-ui", StateCancelled, TypeTaskDone, map[string]any{"result": "skipped"}},
+		{RunStep{Task: "ui", From: "failed", To: "skipped"}, "task-ui", StateFailed, TypeTaskDone, map[string]any{"result": "skipped"}},
+		{RunStep{Task: "ui", From: "queued", To: "skipped"}, "task-ui", StateCancelled, TypeTaskDone, map[string]any{"result": "skipped"}},
 		{RunStep{Task: "ui", From: "running", To: "needs-human-rebase", Reason: "conflicts in a.go"}, "task-ui", StateBlocked, TypeStateChange, map[string]any{"reason": "conflicts in a.go"}},
 		{RunStep{Task: "ui", From: "running", To: "paused"}, "task-ui", StateWaiting, TypeStateChange, nil},
 		{RunStep{From: "active", To: "partial", Reason: "4 of 6 done"}, RunAgent, StateDone, TypeTaskDone, map[string]any{"result": "partial"}},
@@ -54,5 +56,61 @@ func TestFromRunStepTable(t *testing.T) {
 		for k, v := range c.payloadKeys {
 			require.Equal(t, v, p[k], "%s of %+v", k, c.step)
 		}
+	}
+}
+
+// A run's task, whatever its statuses, makes a stream that keeps to the
+// transition table: replayed through Follow and Validate, no warning and
+// no bridge. Each case is a path a run's task takes.
+func TestRunTaskPathsFollowTheTable(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	ctx := StepContext{RunID: RunIDForRun("r"), TaskID: "r", Source: StepSource("default", "karvi-run-r", "r1")}
+	for _, c := range []struct {
+		name     string
+		statuses []string
+		want     []string
+	}{
+		{"blocked by a failed dependency before it ran",
+			[]string{"queued", "blocked"},
+			[]string{"idle/task_spawn", "idle/task_update"}},
+		{"blocked, then released by a retry of its dependency (the run reopened)",
+			[]string{"queued", "blocked", "queued", "running", "done"},
+			[]string{"idle/task_spawn", "idle/task_update", "idle/task_update", "running/state_change", "done/task_done"}},
+		{"failed, retried, done",
+			[]string{"queued", "running", "failed", "queued", "running", "done"},
+			[]string{"idle/task_spawn", "running/state_change", "error/error", "error/task_update", "running/state_change", "done/task_done"}},
+		{"looped: queued again after it ran, then done",
+			[]string{"queued", "running", "queued", "running", "done"},
+			[]string{"idle/task_spawn", "running/state_change", "error/task_update", "running/state_change", "done/task_done"}},
+		{"failed, then skipped",
+			[]string{"queued", "running", "failed", "skipped"},
+			[]string{"idle/task_spawn", "running/state_change", "error/error", "failed/task_done"}},
+		{"paused before it ran, then run",
+			[]string{"queued", "paused", "running", "paused", "running", "done"},
+			[]string{"idle/task_spawn", "idle/task_update", "running/state_change", "waiting/state_change", "running/state_change", "done/task_done"}},
+		{"a conflict, blocked again, resolved",
+			[]string{"queued", "running", "needs-human-rebase", "blocked", "running", "done"},
+			[]string{"idle/task_spawn", "running/state_change", "blocked/state_change", "blocked/task_update", "running/state_change", "done/task_done"}},
+		{"skipped before it ran",
+			[]string{"queued", "skipped"},
+			[]string{"idle/task_spawn", "cancelled/task_done"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s Stream
+			var got []string
+			var prev State
+			from := ""
+			for i, to := range c.statuses {
+				ev := FromRunStep(RunStep{Seq: i + 1, TS: at, Task: "a", From: from, To: to, Prev: prev}, ctx)
+				out := s.Follow(ev)
+				require.Len(t, out, 1, "no bridge for %s", to)
+				v, warns, err := s.Validate(out[0])
+				require.NoError(t, err)
+				require.Empty(t, warns, "%s -> %s", from, to)
+				got = append(got, string(v.State)+"/"+string(v.Type))
+				prev, from = v.State, to
+			}
+			require.Equal(t, c.want, got)
+		})
 	}
 }

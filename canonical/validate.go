@@ -294,10 +294,27 @@ func (s *Stream) Validate(ev Event) (Event, []Warning, error) {
 		s.last = make(map[agentKey]State)
 	}
 	k := agentKey{out.RunID, out.AgentID}
-	if prev, seen := s.last[k]; seen && !Transition(prev, out.State) {
+	prev, seen := s.last[k]
+	switch {
+	case seen && !Transition(prev, out.State):
 		warns = append(warns, Warning{WarnTransition, "state",
 			fmt.Sprintf("agent %s: %s -> %s is not an allowed transition", out.AgentID, prev, out.State)})
+	case out.Type == TypeStateChange && (seen && prev == out.State || samePayloadStates(out.Payload)):
+		// A viewer takes a state_change for a change: one that stays put
+		// is a change to nowhere, which it reports.
+		warns = append(warns, Warning{WarnTransition, "state",
+			fmt.Sprintf("agent %s: a state_change from %s to %s", out.AgentID, firstNonEmpty(string(prev), string(out.State)), out.State)})
 	}
 	s.last[k] = out.State
 	return out, warns, nil
+}
+
+// samePayloadStates reports a state_change payload whose from and to are
+// the same state.
+func samePayloadStates(p json.RawMessage) bool {
+	var c struct{ From, To State }
+	if len(p) == 0 || json.Unmarshal(p, &c) != nil {
+		return false
+	}
+	return c.From != "" && c.From == c.To
 }

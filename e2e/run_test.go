@@ -168,11 +168,22 @@ func TestRunDiamondAndFailureCascade(t *testing.T) {
 		_, _, err = canonical.Validate(ev)
 		require.NoError(t, err, line)
 		if ev.AgentID == "task-dc-f" || ev.AgentID == canonical.RunAgent {
-			states = append(states, ev.AgentID+":"+string(ev.State))
+			if s := ev.AgentID + ":" + string(ev.State); len(states) == 0 || states[len(states)-1] != s {
+				states = append(states, s)
+			}
 		}
 	}
-	require.Equal(t, []string{"run:running", "task-dc-f:idle", "task-dc-f:running", "task-dc-f:failed",
-		"run:done", "run:running", "task-dc-f:cancelled", "run:done"}, states)
+	// A loop a status write saw (queued again, then running) is in error
+	// between its attempts; how many a write sees depends on timing.
+	seq := strings.Join(states, " ")
+	for loop := "task-dc-f:running task-dc-f:error task-dc-f:running"; strings.Contains(seq, loop); {
+		seq = strings.ReplaceAll(seq, loop, "task-dc-f:running")
+	}
+	// dc-f fails (error: a retry could still run it), the run ends, is
+	// reopened (done, then idle as the table asks, then running) and
+	// dc-f is skipped: its failure stands.
+	require.Equal(t, strings.Join([]string{"run:running", "task-dc-f:idle", "task-dc-f:running", "task-dc-f:error",
+		"run:done", "run:idle", "run:running", "task-dc-f:failed", "run:done"}, " "), seq)
 }
 
 // A person at the controls: pause holds back a task whose dependency

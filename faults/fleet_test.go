@@ -3,9 +3,11 @@
 package faults
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +255,48 @@ func taskIDs(prefix string, n int) []string {
 		ids[i] = fmt.Sprintf("%s%02d", prefix, i+1)
 	}
 	return ids
+}
+
+// A host with one activity slot (-max-activities 1) under a backlog of
+// starts carries one task at a time: the conductors' own logs (first and
+// last event) never overlap, and no task's host is taken for lost while
+// it runs (each completes in one attempt). The starts that find it full
+// are handed back and taken again once it has room.
+func TestAOneSlotHostNeverRunsTwoConductors(t *testing.T) {
+	f := newFleet(t, []string{"h1"}, map[string][]string{"h1": {"KARVI_EDDA_MAX_ACTIVITIES=1"}})
+	f.hosts["h1"].start()
+	ids := taskIDs("ONESLOT", 4)
+	f.workspaces(ids...)
+	for _, id := range ids {
+		f.start(id, exampleMessage(600, 600, 600, ""), 30*time.Second)
+	}
+	type span struct {
+		id         string
+		start, end time.Time
+	}
+	var spans []span
+	for _, id := range ids {
+		res := f.result(id)
+		require.EqualValues(t, "completed", res.Outcome.TaskStatus, "%s: %v", id, theirPlans(res))
+		require.Len(t, res.Attempts, 1, "%s: no host-lost while the host is alive: %v", id, theirPlans(res))
+		data, err := os.ReadFile(f.eventsOn("h1", id, res.Attempts[0].PlanName))
+		require.NoError(t, err)
+		var sp span
+		sp.id = id
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var ev struct{ TS time.Time }
+			require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+			if sp.start.IsZero() {
+				sp.start = ev.TS
+			}
+			sp.end = ev.TS
+		}
+		spans = append(spans, sp)
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+	for i := 1; i < len(spans); i++ {
+		require.False(t, spans[i].start.Before(spans[i-1].end),
+			"%s's conductor ran from %s while %s's ran until %s, on a 1-slot host",
+			spans[i].id, spans[i].start.Format(time.StampMilli), spans[i-1].id, spans[i-1].end.Format(time.StampMilli))
+	}
 }

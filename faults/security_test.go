@@ -724,3 +724,67 @@ func TestPayloadCodec(t *testing.T) {
 	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
 	assertNoConductorGroups(t, r)
 }
+
+// Every secret the worker reads from its environment (the Temporal
+// connection's API key, mTLS key and certificate, gRPC headers and codec
+// auth, the payload codec's current and earlier keys, the karvi token) is
+// absent from the environment of every process of a running conductor's
+// group, names and values alike.
+func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
+	t.Parallel()
+	book := newSecretBook(7)
+	cur := book.note("codec key", book.rand(hexDig, 64))
+	old := book.note("old codec key", book.rand(hexDig, 64))
+	curKey, err := codec.ParseKey(cur)
+	require.NoError(t, err)
+	oldKey, err := codec.ParseKey(old)
+	require.NoError(t, err)
+	keys, err := codec.NewKeys(curKey, oldKey)
+	require.NoError(t, err)
+	secretEnv := map[string]string{
+		codec.EnvKey:                       cur,
+		codec.EnvOldKeys:                   old,
+		"KARVI_API_TOKEN":                  book.note("karvi token", "kt"+book.rand(lower, 30)),
+		"TEMPORAL_API_KEY":                 book.note("api key", book.rand(lower, 32)),
+		"TEMPORAL_TLS_CLIENT_KEY_DATA":     book.note("client key", book.rand(lower, 32)),
+		"TEMPORAL_TLS_CLIENT_CERT_DATA":    book.note("client cert", book.rand(lower, 32)),
+		"TEMPORAL_CODEC_AUTH":              book.note("codec auth", book.rand(lower, 32)),
+		"TEMPORAL_GRPC_META_X_KARVI_PROBE": book.note("grpc header", book.rand(lower, 32)),
+	}
+	// TLS off: the dev server speaks plain gRPC, and envconfig then leaves
+	// the certificate data unread; the worker still has it all.
+	env := []string{"TEMPORAL_TLS=false"}
+	forbidden := []string{"TEMPORAL_", "KARVI_TEMPORAL", "KARVI_API_TOKEN"}
+	for k, v := range secretEnv {
+		env = append(env, k+"="+v)
+		forbidden = append(forbidden, v)
+	}
+	r := newRig(t, testrig.Options{Scenario: "checks=pass", Env: env})
+	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, DataConverter: codec.DataConverter(keys),
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	require.NoError(t, err)
+	defer ccl.Close()
+
+	ctx := context.Background()
+	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, workflows.WorkflowID("EV1")), workflows.TaskWorkflowName,
+		workflows.TaskInput{Dispatch: testrig.Dispatch(t, "EV1", "Environment task [sim phase=docs hang=forever]")})
+	require.NoError(t, err)
+	r.Track(run.GetID())
+	var s workflows.Status
+	deadline := time.Now().Add(2 * time.Minute)
+	for s.CurrentPhase != "docs" || s.ConductorPID == 0 {
+		require.True(t, time.Now().Before(deadline), "phase docs never ran (last status %+v)", s)
+		time.Sleep(50 * time.Millisecond)
+		if v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus); err == nil {
+			require.NoError(t, v.Get(&s))
+		}
+	}
+	h := conductorHandle(t, r, "EV1", s.PlanName)
+	requireEnvFree(t, h.PGID, forbidden...)
+
+	require.NoError(t, ccl.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalAbort, workflows.AbortSignal{Reason: "env test"}))
+	var res workflows.Result
+	require.NoError(t, run.Get(ctx, &res))
+	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
+	assertNoConductorGroups(t, r)
+}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 )
 
@@ -16,15 +20,45 @@ import (
 // full host would go on starting attempts whose deliveries then wait on
 // its queue, until the grace took the host for lost.
 
+//
+// The shared poller's gate only throttles polling: a slot freed between two
+// deliveries of a running task (the workflow-task gap) lets it poll, and
+// the start it then receives would find the host full again. So a start is
+// also checked where it arrives (admit): the host counts the tasks it
+// carries, each from its start's admission to hostHold after its last
+// activity on the host, not its slots in use at that instant; a start that
+// finds the host full is handed back with a retryable error, and Temporal
+// gives it to a host with room. Deliveries of admitted tasks then always
+// find a slot, and never wait long enough for the host to be taken for
+// lost.
+
+// hostHold is how long a task holds its place on the host after its last
+// activity there ended: longer than the gap between two deliveries (a
+// workflow task), short enough that a finished task's place frees soon.
+const hostHold = 15 * time.Second
+
+// errHostFull is the type of the error a start gets from a full host.
+const errHostFull = "HostFull"
+
 // hostSlots are the activity slots of the host's queue, counting those in
-// use (a task being processed, not a poller waiting for one).
+// use (a task being processed, not a poller waiting for one), and the
+// tasks the host carries.
 type hostSlots struct {
 	worker.SlotSupplier
 	max int
+	now func() time.Time
 
 	mu    sync.Mutex
 	used  map[*worker.SlotPermit]struct{}
 	freed chan struct{} // closed, and replaced, whenever a used slot frees
+	// tasks are the workflows the host carries: activities in flight, and
+	// when the last one ended (a zero time while one runs).
+	tasks map[string]*hostTask
+}
+
+type hostTask struct {
+	running int
+	until   time.Time
 }
 
 func newHostSlots(n int) (*hostSlots, error) {
@@ -32,8 +66,109 @@ func newHostSlots(n int) (*hostSlots, error) {
 	if err != nil {
 		return nil, fmt.Errorf("activity slots: %w", err)
 	}
-	return &hostSlots{SlotSupplier: inner, max: n, used: map[*worker.SlotPermit]struct{}{}, freed: make(chan struct{})}, nil
+	return &hostSlots{SlotSupplier: inner, max: n, now: time.Now, used: map[*worker.SlotPermit]struct{}{},
+		freed: make(chan struct{}), tasks: map[string]*hostTask{}}, nil
 }
+
+// carried counts the tasks the host holds a place for, other than skip,
+// forgetting those whose hold lapsed. Called with mu held.
+func (h *hostSlots) carried(skip string) int {
+	now := h.now()
+	n := 0
+	for id, t := range h.tasks {
+		if t.running == 0 && !now.Before(t.until) {
+			delete(h.tasks, id)
+			continue
+		}
+		if id != skip {
+			n++
+		}
+	}
+	return n
+}
+
+// admit decides whether the host takes a new attempt of task id: only when
+// the tasks it carries, that one aside (a task's next attempt takes its
+// own place), leave room. An admitted task holds its place from now on.
+func (h *hostSlots) admit(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.carried(id) >= h.max {
+		return false
+	}
+	t := h.tasks[id]
+	if t == nil {
+		t = &hostTask{}
+		h.tasks[id] = t
+	}
+	if until := h.now().Add(hostHold); until.After(t.until) {
+		t.until = until
+	}
+	return true
+}
+
+// begin and end bracket an activity of task id on the host.
+func (h *hostSlots) begin(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tasks[id]
+	if t == nil {
+		t = &hostTask{}
+		h.tasks[id] = t
+	}
+	t.running++
+}
+
+func (h *hostSlots) end(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.tasks[id]; t != nil {
+		t.running = max(t.running-1, 0)
+		t.until = h.now().Add(hostHold)
+	}
+}
+
+// hostGate is the interceptor of both workers of a host: every activity on
+// the host's queue holds its task's place; a start on the shared queue
+// (StartAttempt) is admitted only with room, else handed back retryably.
+type hostGate struct {
+	interceptor.WorkerInterceptorBase
+	host   *hostSlots
+	shared bool
+}
+
+func (g *hostGate) InterceptActivity(ctx context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	in := &gatedActivity{gate: *g}
+	in.Next = next
+	return in
+}
+
+type gatedActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	gate hostGate
+}
+
+func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	info := activity.GetInfo(ctx)
+	id := info.WorkflowExecution.ID
+	switch {
+	case !a.gate.shared:
+	case info.ActivityType.Name == startActivity:
+		if !a.gate.host.admit(id) {
+			return nil, temporal.NewApplicationError(fmt.Sprintf(
+				"this host carries %d task(s), its -max-activities: the start goes to a host with room",
+				a.gate.host.max), errHostFull)
+		}
+	default:
+		return a.Next.ExecuteActivity(ctx, in)
+	}
+	a.gate.host.begin(id)
+	defer a.gate.host.end(id)
+	return a.Next.ExecuteActivity(ctx, in)
+}
+
+// startActivity is the activity that starts an attempt's conductor.
+const startActivity = "StartAttempt"
 
 func (h *hostSlots) MarkSlotUsed(info worker.SlotMarkUsedInfo) {
 	h.use(info.Permit())
@@ -109,18 +244,18 @@ func (g gatedSlots) TryReserveSlot(info worker.SlotReservationInfo) *worker.Slot
 }
 
 // tuners are the shared and the host worker's tuners: the SDK's defaults
-// but for their activity slots.
-func tuners(maxActivities int) (shared, host worker.WorkerTuner, err error) {
+// but for their activity slots; and the host's slots, for the gate.
+func tuners(maxActivities int) (shared, host worker.WorkerTuner, hs *hostSlots, err error) {
 	if maxActivities <= 0 {
 		maxActivities = 1000 // the SDK's default
 	}
-	hs, err := newHostSlots(maxActivities)
+	hs, err = newHostSlots(maxActivities)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	own, err := worker.NewFixedSizeSlotSupplier(maxActivities)
 	if err != nil {
-		return nil, nil, fmt.Errorf("activity slots: %w", err)
+		return nil, nil, nil, fmt.Errorf("activity slots: %w", err)
 	}
 	with := func(activities worker.SlotSupplier) (worker.WorkerTuner, error) {
 		d, err := worker.NewFixedSizeTuner(worker.FixedSizeTunerOptions{NumActivitySlots: maxActivities})
@@ -136,10 +271,10 @@ func tuners(maxActivities int) (shared, host worker.WorkerTuner, err error) {
 		})
 	}
 	if shared, err = with(gatedSlots{SlotSupplier: own, host: hs}); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if host, err = with(hs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return shared, host, nil
+	return shared, host, hs, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
@@ -44,4 +45,45 @@ func TestSharedSlotsWaitForTheHostsRoom(t *testing.T) {
 	cancel()
 	_, err = shared.ReserveSlot(cctx, nil)
 	require.ErrorIs(t, err, context.Canceled, "a stopping worker stops waiting")
+}
+
+// The slot sequence of a busy 1-slot host under a backlog of starts: a
+// delivery releases the host's slot, the shared poller's gate passes in
+// the gap, the task's next delivery takes the slot back, then the start
+// arrives. Checked where it arrives, the start finds the host held by the
+// running task and is handed back, every time; once the task is over (its
+// hold lapsed), the next start is admitted.
+func TestAStartArrivingAtAFullHostIsHandedBack(t *testing.T) {
+	host, err := newHostSlots(1)
+	require.NoError(t, err)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	host.now = func() time.Time { return now }
+	own, err := worker.NewFixedSizeSlotSupplier(10)
+	require.NoError(t, err)
+	shared := gatedSlots{SlotSupplier: own, host: host}
+
+	require.True(t, host.admit("task-a"), "an idle host admits the first start")
+	host.begin("task-a") // the start itself runs
+	host.end("task-a")
+	admitted := 0
+	slot, err := host.ReserveSlot(context.Background(), nil) // the host poller's
+	require.NoError(t, err)
+	for range 6 {
+		host.begin("task-a") // a delivery of task a holds the host
+		host.use(slot)
+		now = now.Add(20 * time.Second)
+		host.free(slot) // the delivery checkpoints: the gap
+		host.end("task-a")
+		require.NotNil(t, shared.TryReserveSlot(nil), "the poller's gate passes in the gap")
+		now = now.Add(50 * time.Millisecond)
+		if host.admit("task-b") { // the start arrives
+			admitted++
+		}
+	}
+	require.Zero(t, admitted, "a 1-slot host running task a admits no other start")
+	require.True(t, host.admit("task-a"), "the task holding the host may start its next attempt")
+
+	now = now.Add(hostHold + time.Second)
+	require.True(t, host.admit("task-b"), "task a over, its hold lapsed: room again")
+	require.False(t, host.admit("task-c"), "task b's admission holds the host")
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
@@ -40,7 +41,7 @@ func hostOf(c config) (string, error) {
 // rest. Whatever is cancelled is retried on the same queue, where the next
 // worker of the host takes it up. The activity slots are capacity.go's.
 func workerOptions(c config, host string) (shared, own worker.Options, err error) {
-	sharedTuner, hostTuner, err := tuners(c.maxActivities)
+	sharedTuner, hostTuner, hs, err := tuners(c.maxActivities)
 	if err != nil {
 		return shared, own, err
 	}
@@ -52,6 +53,8 @@ func workerOptions(c config, host string) (shared, own worker.Options, err error
 	shared, own = base, base
 	shared.Tuner = sharedTuner
 	own.Tuner, own.DisableWorkflowWorker = hostTuner, true
+	shared.Interceptors = []interceptor.WorkerInterceptor{&hostGate{host: hs, shared: true}}
+	own.Interceptors = []interceptor.WorkerInterceptor{&hostGate{host: hs}}
 	return shared, own, nil
 }
 
@@ -73,10 +76,10 @@ func stopAll(ws ...worker.Worker) {
 	wg.Wait()
 }
 
-// sweepStaleRuns runs the fence once the worker polls: every conductor
-// still running under the work root whose task's workflow has moved on
-// (another attempt, another host) is stopped. The returned channel closes
-// when it is done, or when ctx ends.
+// sweepStaleRuns runs the fence once the worker polls, then every
+// fenceEvery while it runs: every conductor still running under the work
+// root whose task's workflow has moved on (another attempt, another host)
+// is stopped. The returned channel closes when ctx ends.
 func sweepStaleRuns(ctx context.Context, cl client.Client, acts *activities.Activities, host string, logger *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	handles := map[fleet.Run]activities.LiveRun{}
@@ -113,15 +116,32 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *activities.Acti
 	}
 	go func() {
 		defer close(done)
-		n, err := s.Sweep(ctx)
-		if err != nil && ctx.Err() == nil {
-			logger.Warn("fence: the sweep of live conductors failed", "error", err)
-			return
+		tick := time.NewTicker(fenceEvery)
+		defer tick.Stop()
+		for first := true; ; first = false {
+			n, err := s.Sweep(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				logger.Warn("fence: the sweep of live conductors failed", "error", err)
+			case first || n > 0:
+				logger.Info("fence: live conductors swept", "host", host, "stopped", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
-		logger.Info("fence: live conductors swept", "host", host, "stopped", n)
 	}()
 	return done
 }
+
+// fenceEvery is how often a running worker sweeps again: a host taken for
+// lost while it ran on (its deliveries late, not its worker gone) keeps
+// its conductors, and only a sweep stops those whose task moved on.
+const fenceEvery = time.Minute
 
 // currentAttempt asks a task's workflow (its status query) which attempt is
 // current and on which host; found is false when the task has no workflow.

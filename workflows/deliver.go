@@ -36,13 +36,15 @@ func (r *taskRun) startAttempt() error {
 	if c := r.st.Tuning.CheckpointEveryOrZero(); c > 0 && c < every {
 		every = c
 	}
+	stream := r.streamFor()
 	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
-		Stream: r.streamFor(),
+		Stream: stream,
 	}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
 	}
+	r.streamStored(stream)
 	r.pinHost(res.Host)
 	a.Plan = &res.Plan
 	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, res.Plan.Summary)
@@ -87,7 +89,8 @@ const firstCheckpoint = time.Second
 func (r *taskRun) deliver() error {
 	a := &r.st.Current
 	wait := r.pollWait()
-	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, tailSummary("deliver", a))), acts.DeliverEvents, r.deliverRequest(wait))
+	req := r.deliverRequest(wait)
+	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, tailSummary("deliver", a))), acts.DeliverEvents, req)
 	signalled := false
 	for !fut.IsReady() && !signalled {
 		sel := workflow.NewSelector(r.ctx)
@@ -111,6 +114,7 @@ func (r *taskRun) deliver() error {
 		return fmt.Errorf("deliver events of %s: %w", a.PlanName(), err)
 	}
 	r.st.Polls++
+	r.streamStored(req.Stream)
 	r.checkpoint(res)
 	r.drainSignals()
 	signalled = signalled || r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch
@@ -194,11 +198,13 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 func (r *taskRun) abortConductor() error {
 	a := &r.st.Current
 	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
+	stream := r.streamFor()
 	err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.AbortConductor,
-		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: r.streamFor()}).Get(r.ctx, nil)
+		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: stream}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
+	r.streamStored(stream)
 	a.Stopped = true
 	return nil
 }
@@ -221,13 +227,15 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 		}
 		if a.Conductor != nil {
 			var res activities.DeliverResult
-			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, r.deliverRequest(0)).Get(r.ctx, &res)
+			req := r.deliverRequest(0)
+			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &res)
 			switch {
 			case isHostLost(err):
 				r.leaveHost()
 			case err != nil:
 				return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
 			default:
+				r.streamStored(req.Stream)
 				r.checkpoint(res)
 			}
 			a.Conductor = nil

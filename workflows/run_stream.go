@@ -25,6 +25,18 @@ type RunStreamState struct {
 	Seq    int    `json:"seq"`
 	// Reported is each task's state ("" key: the run's) as last reported.
 	Reported map[string]string `json:"reported"`
+	// States is each task's canonical state as last reported; a task
+	// missing here (a state from before it existed) is taken from
+	// Reported.
+	States map[string]canonical.State `json:"states,omitempty"`
+}
+
+// taskState is a task's canonical state as last reported.
+func (st *RunStreamState) taskState(id string) canonical.State {
+	if s, ok := st.States[id]; ok {
+		return s
+	}
+	return canonical.RunTaskState(st.Reported[id])
 }
 
 // runSteps compares the document with what was last reported and makes the
@@ -45,8 +57,18 @@ func (r *runFlow) runSteps() []canonical.Event {
 		st.Seq++
 		s.Seq, s.TS = st.Seq, now
 		s.Reason, s.Title = redact.String(s.Reason), redact.String(s.Title)
-		evs = append(evs, canonical.FromRunStep(s, ctx))
+		if s.Task != "" {
+			s.Prev = st.taskState(s.Task)
+		}
+		ev := canonical.FromRunStep(s, ctx)
+		evs = append(evs, ev)
 		st.Reported[s.Task] = s.To
+		if s.Task != "" {
+			if st.States == nil {
+				st.States = map[string]canonical.State{}
+			}
+			st.States[s.Task] = ev.State
+		}
 	}
 	doc := &r.st.Doc
 	runStep := func() {

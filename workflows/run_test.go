@@ -155,6 +155,27 @@ func runEnv(t *testing.T, f *fakeTasks) (*testsuite.TestWorkflowEnvironment, str
 	return env, root
 }
 
+// runStream reads a run's stream and replays it through the transition
+// table: every event valid, no warning (no change the table does not
+// list, no state_change that stays put). It returns each agent's
+// state/type in order.
+func runStream(t *testing.T, root, slug string) map[string][]string {
+	t.Helper()
+	stream, err := os.ReadFile(filepath.Join(root, "events", canonical.RunIDForRun(slug)+".jsonl"))
+	require.NoError(t, err)
+	var replay canonical.Stream
+	byAgent := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(stream)), "\n") {
+		ev, err := canonical.Parse([]byte(line))
+		require.NoError(t, err)
+		_, warns, err := replay.Validate(ev)
+		require.NoError(t, err)
+		require.Empty(t, warns, line)
+		byAgent[ev.AgentID] = append(byAgent[ev.AgentID], string(ev.State)+"/"+string(ev.Type))
+	}
+	return byAgent
+}
+
 func runResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) runstatus.Status {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
@@ -190,19 +211,9 @@ func TestRunDiamond(t *testing.T) {
 	require.Equal(t, []string{"b", "c"}, d.UpstreamTaskIDs)
 
 	// The run's stream: the run's states and each task's, every event valid.
-	stream, err := os.ReadFile(filepath.Join(root, "events", canonical.RunIDForRun("diamond")+".jsonl"))
-	require.NoError(t, err)
-	byAgent := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(stream)), "\n") {
-		ev, err := canonical.Parse([]byte(line))
-		require.NoError(t, err)
-		_, warns, err := canonical.Validate(ev)
-		require.NoError(t, err)
-		require.Empty(t, warns, line)
-		byAgent[ev.AgentID] = append(byAgent[ev.AgentID], string(ev.State)+"/"+string(ev.Type))
-	}
+	byAgent := runStream(t, root, "diamond")
 	require.Equal(t, []string{"running/state_change", "done/task_done"}, byAgent["run"])
-	require.Equal(t, []string{"idle/state_change", "running/state_change", "done/task_done"}, byAgent["task-d"])
+	require.Equal(t, []string{"idle/task_spawn", "running/state_change", "done/task_done"}, byAgent["task-d"])
 
 	// status.json on disk is the document the workflow returned.
 	data, err := os.ReadFile(filepath.Join(root, "prds", "diamond", "status.json"))
@@ -215,9 +226,16 @@ func TestRunDiamond(t *testing.T) {
 
 func TestRunFailureCascadeWithLoopsAndUpgrade(t *testing.T) {
 	f := &fakeTasks{fail: map[string]bool{"a": true}}
-	env, _ := runEnv(t, f)
+	env, root := runEnv(t, f)
 	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
 	doc := runResult(t, env)
+
+	// The stream keeps to the table: a's failures are errors (a retry
+	// may follow, even once the run is reopened); d, blocked by a before
+	// it ever ran, stays idle.
+	byAgent := runStream(t, root, "diamond")
+	require.Equal(t, "error/error", byAgent["task-a"][len(byAgent["task-a"])-1], "%v", byAgent["task-a"])
+	require.Equal(t, []string{"idle/task_spawn", "idle/task_update"}, byAgent["task-d"])
 
 	require.Equal(t, runstatus.RunPartial, doc.Status)
 	a := doc.Tasks["a"]
@@ -262,7 +280,7 @@ func TestRunPauseResumeSkipRetry(t *testing.T) {
 	// a fails twice (two loops) then passes; e runs long so the run stays
 	// open while a person acts.
 	f := &fakeTasks{failFirst: map[string]int{"a": 5}, took: map[string]time.Duration{"e": 30 * time.Minute}}
-	env, _ := runEnv(t, f)
+	env, root := runEnv(t, f)
 	var answers []string
 	update(env, 30*time.Second, runapi.UpdatePause, &answers)
 	update(env, 31*time.Second, runapi.UpdatePause, &answers)
@@ -280,6 +298,11 @@ func TestRunPauseResumeSkipRetry(t *testing.T) {
 	update(env, 13*time.Minute+time.Second, runapi.UpdateSkip, &answers, runapi.TaskRequest{Task: "c"})
 	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
 	doc := runResult(t, env)
+	// a failed for good, then retried, then done; b and d blocked before
+	// they ran, then released; c skipped before it ran: all in the table.
+	byAgent := runStream(t, root, "diamond")
+	require.Equal(t, "done/task_done", byAgent["task-a"][len(byAgent["task-a"])-1], "%v", byAgent["task-a"])
+	require.Equal(t, "cancelled/task_done", byAgent["task-c"][len(byAgent["task-c"])-1], "%v", byAgent["task-c"])
 
 	require.Equal(t, []string{
 		"pause: <nil>",

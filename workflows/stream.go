@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -105,15 +106,33 @@ func (r *taskRun) stepAttemptStarted() {
 }
 
 // streamFor is the stream for the next activity, handing it the pending
-// steps; nil when the workflow writes no stream.
+// steps; nil when the workflow writes no stream. The steps stay pending
+// until streamStored hears the activity succeeded: one that fails for good
+// (its host lost, a non-retryable error) leaves them to the next activity,
+// so the stream has no gap. Handing a step twice is safe: the store keeps
+// one event per step (its raw_ref). No command depends on what is
+// pending but the flush at the very end, which is behind its own version
+// marker, so recorded histories replay unchanged: no version of its own.
 func (r *taskRun) streamFor() *activities.StreamInfo {
 	st := r.st.Stream
 	if st == nil {
 		return nil
 	}
-	info := &activities.StreamInfo{RunID: st.RunID, Attempt: r.st.Current.N, Steps: st.Pending}
-	st.Pending = nil
-	return info
+	return &activities.StreamInfo{RunID: st.RunID, Attempt: r.st.Current.N, Steps: slices.Clone(st.Pending)}
+}
+
+// streamStored drops from the pending steps those an activity that
+// succeeded has stored.
+func (r *taskRun) streamStored(info *activities.StreamInfo) {
+	st := r.st.Stream
+	if st == nil || info == nil || len(info.Steps) == 0 {
+		return
+	}
+	stored := make(map[string]bool, len(info.Steps))
+	for _, ev := range info.Steps {
+		stored[ev.RawRef] = true
+	}
+	st.Pending = slices.DeleteFunc(st.Pending, func(ev canonical.Event) bool { return stored[ev.RawRef] })
 }
 
 // countStream adds what an activity stored to the task's counts.
@@ -146,5 +165,6 @@ func (r *taskRun) flushSteps() {
 		r.log.Warn("events of the workflow's end not stored", "task", r.st.Dispatch.TaskID, "error", err)
 		return
 	}
+	r.streamStored(info)
 	r.countStream(c)
 }

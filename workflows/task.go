@@ -496,12 +496,14 @@ func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
 	u.PlanID = r.st.Dispatch.PlanID
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
+	stream := r.streamFor()
 	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
-		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: r.streamFor()}).Get(r.ctx, nil)
+		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: stream}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)
 	}
+	r.streamStored(stream)
 	r.st.TaskStatus = u.Status
 	r.showDetails()
 	return nil

@@ -125,27 +125,33 @@ func (s *Store) Append(runID string, evs []canonical.Event) (Result, error) {
 			res.Skipped++
 			continue
 		}
-		line, err := json.Marshal(r)
-		if err == nil && len(line) >= MaxLine {
-			err = fmt.Errorf("%d bytes, more than a stored event may have", len(line))
-		}
-		if err != nil {
+		if line, err := json.Marshal(r); err != nil || len(line) >= MaxLine {
+			if err == nil {
+				err = fmt.Errorf("%d bytes, more than a stored event may have", len(line))
+			}
 			res.Dropped++
 			res.Errors = append(res.Errors, redact.String(fmt.Sprintf("%s: %v", r.RawRef, err)))
 			continue
 		}
 		// The unredacted event is the one whose agent ids the table knows.
-		_, tw, _ := f.stream.Validate(v)
-		for _, w := range append(warns, tw...) {
-			if w.Kind == canonical.WarnTimestamp {
-				// Normalising ts to UTC milliseconds is routine (the
-				// conductor writes nanoseconds), not a problem to report.
-				continue
+		// Follow puts before it the states the table implies (bridges
+		// without a raw_ref, so they set no mark: one written before a
+		// crash that lost its event leaves the event to be written again).
+		for _, f2 := range f.stream.Follow(v) {
+			_, tw, _ := f.stream.Validate(f2)
+			for _, w := range append(warns, tw...) {
+				if w.Kind == canonical.WarnTimestamp {
+					// Normalising ts to UTC milliseconds is routine (the
+					// conductor writes nanoseconds), not a problem to report.
+					continue
+				}
+				res.Warnings = append(res.Warnings, redact.String(r.RawRef+": "+w.String()))
 			}
-			res.Warnings = append(res.Warnings, redact.String(r.RawRef+": "+w.String()))
+			warns = nil
+			line, _ := json.Marshal(canonical.Redact(f2))
+			buf.Write(line)
+			buf.WriteByte('\n')
 		}
-		buf.Write(line)
-		buf.WriteByte('\n')
 		if keyed {
 			f.marks[k.source] = k.at
 		}

@@ -93,7 +93,9 @@ func TestAppendSkipsWhatTheStreamHolds(t *testing.T) {
 	require.Equal(t, []string{
 		"temporal://default/workflows/karvi-task-T5/r1#seq=1", a + "#offset=0", a + "#offset=40",
 		"temporal://default/workflows/karvi-task-T5/r1#seq=2", a + "#offset=90",
-		"temporal://default/workflows/karvi-task-T5/r1#seq=3", b + "#offset=0", a + "#gen=1&offset=0",
+		// The agent done at offset 90 runs again: Follow's bridge (no
+		// raw_ref) takes it back to idle first.
+		"temporal://default/workflows/karvi-task-T5/r1#seq=3", "", b + "#offset=0", a + "#gen=1&offset=0",
 	}, refs(stored(t, s2)))
 }
 
@@ -117,9 +119,9 @@ func TestAppendValidatesRedactsAndWarns(t *testing.T) {
 	require.Equal(t, 1, res.Dropped)
 	require.Len(t, res.Errors, 1)
 	require.Contains(t, res.Errors[0], "agent_id")
-	require.Len(t, res.Warnings, 2, "%v", res.Warnings) // the enum, then running -> idle
+	// The enum; running -> idle is bridged (through done), no warning.
+	require.Len(t, res.Warnings, 1, "%v", res.Warnings)
 	require.Contains(t, res.Warnings[0], "degraded")
-	require.Contains(t, res.Warnings[1], "running -> idle")
 
 	path, _ := s.Path(run)
 	data, err := os.ReadFile(path)
@@ -131,13 +133,22 @@ func TestAppendValidatesRedactsAndWarns(t *testing.T) {
 	require.Contains(t, string(data), `"ts":"2026-02-28T03:00:00.123Z"`)
 
 	// A new process judges the next event against the file: idle -> done
-	// is no allowed change.
+	// is bridged through running; out of cancelled there is no way, so
+	// cancelled -> running stays a warning.
 	s2, err := Open(s.Dir())
 	require.NoError(t, err)
 	res, err = s2.Append(run, []canonical.Event{ev(a, 30, canonical.StateDone)})
 	require.NoError(t, err)
-	require.Len(t, res.Warnings, 1)
-	require.Contains(t, res.Warnings[0], "idle -> done")
+	require.Empty(t, res.Warnings)
+	res, err = s2.Append(run, []canonical.Event{ev(a, 40, canonical.StateIdle), ev(a, 50, canonical.StateCancelled), ev(a, 60, canonical.StateRunning)})
+	require.NoError(t, err)
+	require.Len(t, res.Warnings, 1, "%v", res.Warnings)
+	require.Contains(t, res.Warnings[0], "cancelled -> running")
+	var states []string
+	for _, e := range stored(t, s2) {
+		states = append(states, string(e.State))
+	}
+	require.Equal(t, []string{"running", "done", "idle", "running", "done", "idle", "cancelled", "running"}, states)
 }
 
 // A writer killed mid-write leaves a partial line; the next append cuts it

@@ -159,6 +159,11 @@ func (r *Rig) cleanup() {
 	require.NoError(t, err)
 	require.Empty(t, left, "run processes outlived their conductors' groups")
 	r.Client.Close()
+	// Every stream the end-to-end suite makes must keep to the project's
+	// own transition table (with the workers stopped, the files are whole).
+	if suite == "e2e" {
+		r.checkStreams()
+	}
 	if t.Failed() {
 		r.dumpLogs()
 	}
@@ -241,5 +246,25 @@ func (r *Rig) dumpLogs() {
 			data = data[len(data)-6000:]
 		}
 		r.t.Logf("==== %s\n%s", p, data)
+	}
+}
+
+// checkStreams fails the test for every problem StreamProblems finds in
+// the streams the rig's workers wrote (<work root>/events).
+func (r *Rig) checkStreams() {
+	problems, err := StreamProblems(filepath.Join(r.WorkRoot, "events"))
+	if err != nil {
+		r.t.Errorf("read the streams: %v", err)
+		return
+	}
+	for _, p := range problems {
+		r.t.Errorf("stream breaks the transition table: %s", p)
+	}
+	if len(problems) > 0 {
+		files, _ := filepath.Glob(filepath.Join(r.WorkRoot, "events", "run-*.jsonl"))
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			r.t.Logf("==== %s\n%s", f, data)
+		}
 	}
 }
