@@ -96,8 +96,16 @@ func transcriptCost(path string) (float64, bool) {
 }
 
 // applySpend raises the brief's costs to what the conductor reports it
-// spent, and sends that as a patch when it moved them.
+// spent, and sends that as a patch when it moved them. Only a delivery
+// that has read the event log to its end does: state.json is ahead of the
+// log while events wait to be delivered (karvi down, a long backlog), and
+// a cost patch sent then would land between the events' own patches, on
+// costs they are about to report anyway. The delivery that catches up
+// applies it.
 func (d *delivery) applySpend(ctx context.Context) error {
+	if !d.caughtUp() {
+		return nil
+	}
 	sp, ok := conductorSpend(d.req.Plan)
 	if !ok {
 		return nil
@@ -107,4 +115,11 @@ func (d *delivery) applySpend(ctx context.Context) error {
 		return nil
 	}
 	return d.patch(ctx, d.enc.Patch(&d.brief, c))
+}
+
+// caughtUp reports whether the delivery's cursor is at the end of the
+// event log as it is now.
+func (d *delivery) caughtUp() bool {
+	fi, err := os.Stat(d.req.Plan.EventsPath)
+	return err != nil || fi.Size() <= d.res.Next.Offset
 }

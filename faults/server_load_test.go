@@ -14,7 +14,6 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/mapping"
 )
 
 // The Temporal server is killed and started again while 50 tasks run, most
@@ -51,8 +50,7 @@ func TestServerRestartUnderLoadLosesNothing(t *testing.T) {
 	// so every task is past its start; a 20 s test phase keeps them
 	// running through the restart, however slowly 50 start on a loaded machine.
 	last := ids[n-1]
-	lastEvents := r.EventsPath(last, mapping.PlanName(last, 1))
-	for !hasEvent(lastEvents, "phase_start", "implement") {
+	for !hasEvent(r.EventsPath(last, r.PlanName(last, 1)), "phase_start", "implement") {
 		require.NoError(t, ctx.Err(), "the last task's conductor never started")
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -68,7 +66,7 @@ func TestServerRestartUnderLoadLosesNothing(t *testing.T) {
 
 	for i, id := range ids {
 		res := r.Result(runs[i])
-		plan := mapping.PlanName(id, 1)
+		plan := res.PlanName
 		require.EqualValues(t, "completed", res.Outcome.TaskStatus, "%s", id)
 		require.Len(t, res.Attempts, 1, "%s: one attempt, none lost or started twice", id)
 		evs := r.singleRun(id, plan)

@@ -28,8 +28,9 @@ func TestEventLines(t *testing.T) {
 		5:  "03:02:00.000  done       task_done     executor/implement      success: phase implement passed · $0.85 · 1m59s",
 		7:  "03:03:05.000  running    verify        tester/test             fail: check failed: cmd `cargo test` exited 1 · 1m0s",
 		8:  "03:03:10.000  running    fix           tester/test             test: retry, attempt 2 of 3",
-		11: "03:05:00.000  failed     error         tester/test             max_retry_exceeded: check failed: cmd `cargo test` exited 1 · 50s",
-		12: "03:00:02.000  blocked    task_done     planner/workflow        failure: Phase test failed: cmd `cargo test` exited 1",
+		11: "03:05:00.000  error      state_change  tester/test             running → error (implied)",
+		12: "03:05:00.000  failed     error         tester/test             max_retry_exceeded: check failed: cmd `cargo test` exited 1 · 50s",
+		13: "03:00:02.000  blocked    task_done     planner/workflow        failure: Phase test failed: cmd `cargo test` exited 1",
 	}
 	for i, w := range want {
 		if got := eventLine(lines[i], false, time.UTC); got != w {
