@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -87,9 +88,17 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	retried := activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
 	// What the sink holds decides what is sent: on a retry, how far the
 	// earlier try got; otherwise whether an earlier brief must be wiped.
-	held, err := d.held(ctx)
-	if err != nil {
-		return StartAttemptResult{}, err
+	// A first try while the sink is congested (karvi's rate limit) skips
+	// the read and replaces the brief whole instead, when the sink can:
+	// one request, where a read and a patch that nulls the earlier
+	// brief's fields are two.
+	replace := !retried && sink.Congested(a.Sink) && sink.CanReplace(a.Sink)
+	var held map[string]any
+	if !replace {
+		var err error
+		if held, err = d.held(ctx); err != nil {
+			return StartAttemptResult{}, err
+		}
 	}
 	if retried {
 		n, matched, err := d.deliveredIn(held)
@@ -104,7 +113,11 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		d.brief.ForgetHeld(held)
 		// The conductor starts after the skeleton: it waits its turn at
 		// karvi's rate limit with the status writes, not the brief updates.
-		if err := d.patch(karvi.Urgent(ctx), d.enc.Init(&d.brief)); err != nil {
+		send := d.patch
+		if replace {
+			send = d.replace
+		}
+		if err := send(karvi.Urgent(ctx), d.enc.Init(&d.brief)); err != nil {
 			return StartAttemptResult{}, err
 		}
 	}

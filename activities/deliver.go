@@ -350,9 +350,10 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		}
 	}
 	if ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil && d.status() != mapping.TaskInProgress {
-		if err := d.flush(ctx); err != nil {
-			return err
-		}
+		// Patches held back (karvi is congested) stay held and leave with
+		// the rest of the batch: the status write goes ahead of brief
+		// writes at the rate limit anyway, and flushing here would cost a
+		// request more. Nothing is held when karvi is not congested.
 		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
 	}
 	// The final status is the workflow's to write: a redispatch that came
@@ -400,7 +401,20 @@ func (d *delivery) flush(ctx context.Context) error {
 }
 
 func (d *delivery) send(ctx context.Context, body json.RawMessage, n int) error {
-	err := d.retry(ctx, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, body) })
+	return d.write(ctx, n, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, body) })
+}
+
+// replace sends p's body as the task's whole brief (sink.Replacer).
+func (d *delivery) replace(ctx context.Context, p mapping.Patch) error {
+	if d.sinkDown {
+		return nil
+	}
+	return d.write(ctx, 1, func() error { return sink.ReplaceBrief(ctx, d.a.Sink, d.req.TaskID, p.Body) })
+}
+
+// write makes one brief write standing for n patches, as patch says.
+func (d *delivery) write(ctx context.Context, n int, do func() error) error {
+	err := d.retry(ctx, do)
 	var appErr *temporal.ApplicationError
 	switch {
 	case err == nil:

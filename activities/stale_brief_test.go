@@ -61,3 +61,40 @@ func TestFirstSkeletonReplacesAnEarlierBrief(t *testing.T) {
 	cost := held["cost"].(map[string]any)
 	require.Nil(t, cost["total_usd"], "the earlier total stays")
 }
+
+// The same first attempt while karvi is congested (its rate limit's
+// bucket more than half spent): the skeleton replaces the earlier brief
+// whole with one PUT, instead of a read and a PATCH that nulls what the
+// earlier brief set. karvi then holds exactly this attempt's brief.
+func TestFirstSkeletonReplacesAnEarlierBriefWhenCongested(t *testing.T) {
+	fake := karvifake.New(karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	url, err := fake.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "T5", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(earlierBrief)}))
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "OTHER", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(`{}`)}))
+	cl, err := karvi.New(url, "", karvi.WithRateLimit(60))
+	require.NoError(t, err)
+	// Another task's writes spend more than half the bucket.
+	for !cl.Congested() {
+		require.NoError(t, cl.PatchBrief(t.Context(), "OTHER", json.RawMessage(`{"a":1}`)))
+	}
+	a, env, _ := fenceActivities(t, "h1")
+	a.Sink = sink.NewKarvi(cl)
+
+	res := startAttempt(t, env, a, 1)
+	require.NotNil(t, res.Delivery)
+	require.Empty(t, res.SinkProblem)
+	routes := fake.TaskStats("T5").Routes
+	require.Zero(t, routes["GET /api/brief/:id"], "the brief was read: %v", routes)
+	require.Equal(t, 1, routes["PUT /api/brief/:id"], "the skeleton is one PUT: %v", routes)
+	require.Equal(t, "PUT", fake.Writes("T5")[0].Method, "the skeleton goes first")
+	held := fake.Brief("T5")
+	require.True(t, mapping.SinkHolds(held, &res.Delivery.Brief.Brief),
+		"karvi holds more than this attempt's brief: %v", held)
+	phases := held["phases"].(map[string]any)
+	require.Nil(t, phases["lint"], "a phase of the earlier plan stays")
+	require.NotEqual(t, "docs", held["currentPhase"], "the earlier current phase stays")
+}

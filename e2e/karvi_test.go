@@ -5,9 +5,12 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,10 +50,12 @@ func TestKarviSinkHappyPath(t *testing.T) {
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(w.Body, &body))
 			patches = append(patches, body)
-		case strings.HasSuffix(w.Path, "/status"):
+		case statusWrite(w.Path):
 			var body struct{ Status string }
 			require.NoError(t, json.Unmarshal(w.Body, &body))
-			statuses = append(statuses, body.Status)
+			if body.Status != "" {
+				statuses = append(statuses, body.Status)
+			}
 		}
 	}
 	golden := testrig.ExamplePatchesFor(t, res.PlanName)
@@ -113,10 +118,12 @@ func TestKarviRedispatchOfCompletedTask(t *testing.T) {
 
 	var statuses []string
 	for _, w := range k.Writes("T6") {
-		if strings.HasSuffix(w.Path, "/status") {
+		if statusWrite(w.Path) {
 			var body struct{ Status string }
 			require.NoError(t, json.Unmarshal(w.Body, &body))
-			statuses = append(statuses, body.Status)
+			if body.Status != "" {
+				statuses = append(statuses, body.Status)
+			}
 		}
 	}
 	require.Equal(t, []string{"in_progress", "completed", "needs_revision", "in_progress", "dispatched", "in_progress", "completed"},
@@ -126,14 +133,24 @@ func TestKarviRedispatchOfCompletedTask(t *testing.T) {
 	require.Equal(t, second.PlanName, plan["name"], "the brief is the second attempt's")
 }
 
-// karviStatuses are the statuses the worker POSTed for a task, in order.
+// statusWrite reports whether a write's path can carry a status: /status,
+// or /update (the last step with the dispatch result).
+func statusWrite(path string) bool {
+	return strings.HasSuffix(path, "/status") || strings.HasSuffix(path, "/update")
+}
+
+// karviStatuses are the statuses the worker POSTed for a task, in order,
+// through /status or /update.
 func karviStatuses(t *testing.T, k *karvifake.Server, id string) []string {
 	t.Helper()
 	var out []string
 	for _, w := range k.Writes(id) {
-		if strings.HasSuffix(w.Path, "/status") {
+		if statusWrite(w.Path) {
 			var body struct{ Status string }
 			require.NoError(t, json.Unmarshal(w.Body, &body))
+			if body.Status == "" {
+				continue
+			}
 			out = append(out, body.Status)
 		}
 	}
@@ -271,4 +288,56 @@ func TestKarviStoppedBeforeStartWalksALegalPath(t *testing.T) {
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "blocked", r.KarviStatus(id))
 	require.Equal(t, []string{"in_progress", "blocked"}, karviStatuses(t, k, id))
+}
+
+// shortTaskRequestsWhenCongested bounds what one short task costs in
+// requests naming it while karvi's bucket is low (congested: the worker
+// merges brief updates that wait): the skeleton, the status writes, the
+// dispatch result and the brief updates together.
+const shortTaskRequestsWhenCongested = 6
+
+// A short task started while karvi's rate limit bucket is spent (another
+// client of the same address spent it just before the worker's first
+// request, for a first task): the worker waits out the 429 and then, with
+// its own bucket low, sends as few requests as the guarantees allow for
+// the second task. Counts, not time: what karvi accepted naming the task
+// (board reads name none and are shared by every task).
+func TestKarviShortTaskRequestsWhenCongested(t *testing.T) {
+	var spend sync.Once
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken,
+		KarviWrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				spend.Do(func() { spendKarviBucket(h) })
+				h.ServeHTTP(w, req)
+			})
+		}})
+	k := r.Karvi
+	prompt := "Short task. [sim phase=implement delay=200ms] [sim phase=test delay=200ms] [sim phase=docs delay=200ms]"
+	for _, id := range []string{"CG00", "CG01"} {
+		r.AddKarviTask(id)
+		r.Workspace(id)
+		res := r.Result(r.Start(testrig.Dispatch(t, id, prompt)))
+		require.EqualValues(t, "completed", res.Outcome.TaskStatus, id)
+		require.Equal(t, "completed", r.KarviStatus(id), "%s: final status written", id)
+		require.EqualValues(t, 3, r.KarviBrief(id)["completedPhases"], "%s: final brief written", id)
+	}
+	st := k.TaskStats("CG01")
+	t.Logf("a short task under congestion: %d requests naming it, %d refused, by route %v", st.Requests, st.Refused, st.Routes)
+	require.LessOrEqual(t, st.Requests-st.Refused, shortTaskRequestsWhenCongested,
+		"requests for one short task: %v", st.Routes)
+}
+
+// spendKarviBucket sends board reads from 127.0.0.1 through h until karvi
+// refuses one: its bucket for that address is empty.
+func spendKarviBucket(h http.Handler) {
+	for {
+		req := httptest.NewRequest(http.MethodGet, "/api/tasks", nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		req.Header.Set("Authorization", "Bearer "+karviToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code == http.StatusTooManyRequests {
+			return
+		}
+	}
 }

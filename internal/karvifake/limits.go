@@ -3,9 +3,13 @@ package karvifake
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -22,7 +26,9 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 	limit := s.opts.RateLimit
 	s.mu.Lock()
 	s.requests++
+	route, taskID := routeOf(r)
 	if limit < 0 {
+		s.countRoute(route, taskID)
 		s.mu.Unlock()
 		return false
 	}
@@ -42,6 +48,7 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 	b.last = now
 	if b.tokens >= 1 {
 		b.tokens--
+		s.countRoute(route, taskID)
 		remaining := math.Floor(b.tokens)
 		s.mu.Unlock()
 		w.Header().Set("X-RateLimit-Limit", fmt.Sprint(limit))
@@ -50,6 +57,7 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 	}
 	retry := int(math.Ceil((1 - b.tokens) / refill))
 	s.refused++
+	s.countRoute("429 "+route, taskID)
 	s.mu.Unlock()
 	w.Header().Set("X-RateLimit-Limit", fmt.Sprint(limit))
 	w.Header().Set("X-RateLimit-Remaining", "0")
@@ -64,16 +72,72 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // Stats are what the fake counted: every request but /health and the
-// fake's own routes, and the 429 refusals among them.
+// fake's own routes, and the 429 refusals among them; Routes breaks the
+// requests down by route ("PATCH /api/brief/:id", "GET /api/tasks", ...),
+// the refusals under "429 " and their route.
 type Stats struct {
 	Requests, Refused int
+	Routes            map[string]int
 }
 
 // Stats returns the counts so far.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Requests: s.requests, Refused: s.refused}
+	return Stats{Requests: s.requests, Refused: s.refused, Routes: maps.Clone(s.routes[""])}
+}
+
+// TaskStats returns the counts of the requests that named task id in
+// their path (board reads, which name no task, are not among them).
+func (s *Server) TaskStats(id string) Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Routes: maps.Clone(s.routes[id])}
+	if st.Routes == nil {
+		st.Routes = map[string]int{}
+	}
+	for r, n := range st.Routes {
+		if strings.HasPrefix(r, "429 ") {
+			st.Refused += n
+		} else {
+			st.Requests += n
+		}
+	}
+	return st
+}
+
+// countRoute counts one request under route, in total and for taskID.
+// Callers hold s.mu.
+func (s *Server) countRoute(route, taskID string) {
+	if s.routes == nil {
+		s.routes = map[string]map[string]int{}
+	}
+	inc := func(k string) {
+		if s.routes[k] == nil {
+			s.routes[k] = map[string]int{}
+		}
+		s.routes[k][route]++
+	}
+	inc("")
+	if taskID != "" {
+		inc(taskID)
+	}
+}
+
+// routeOf names r's route with the task id in it replaced by :id, and
+// returns that id ("" for a route without one).
+func routeOf(r *http.Request) (string, string) {
+	path := r.URL.EscapedPath()
+	for _, re := range []*regexp.Regexp{briefRoute, statusRoute, updateRoute, taskRoute} {
+		if m := re.FindStringSubmatch(path); m != nil {
+			id, err := url.PathUnescape(m[1])
+			if err != nil {
+				id = m[1]
+			}
+			return r.Method + " " + strings.Replace(path, m[1], ":id", 1), id
+		}
+	}
+	return r.Method + " " + path, ""
 }
 
 // conflict is one injected version conflict.

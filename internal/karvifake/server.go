@@ -107,11 +107,12 @@ type Server struct {
 	failCode int
 	latency  time.Duration
 
-	buckets   map[string]*bucket // rate limit per client IP
-	requests  int                // requests counted by the rate limit
-	refused   int                // 429 answers
-	conflicts []conflict         // injected version conflicts
-	version   int                // the board's _version, for the conflict text
+	buckets   map[string]*bucket        // rate limit per client IP
+	requests  int                       // requests counted by the rate limit
+	refused   int                       // 429 answers
+	routes    map[string]map[string]int // requests by task id ("" for all), then route
+	conflicts []conflict                // injected version conflicts
+	version   int                       // the board's _version, for the conflict text
 }
 
 // New returns a Server that is not listening yet; call Start.

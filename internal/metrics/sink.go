@@ -85,6 +85,20 @@ func (m *measuredSink) PatchBrief(ctx context.Context, taskID string, body json.
 	return err
 }
 
+// CanReplace passes on the wrapped sink's (sink.Replacer).
+func (m *measuredSink) CanReplace() bool { return sink.CanReplace(m.s) }
+
+// ReplaceBrief is measured as a brief PATCH: it stands for one.
+func (m *measuredSink) ReplaceBrief(ctx context.Context, taskID string, body json.RawMessage) error {
+	start := time.Now()
+	err := sink.ReplaceBrief(ctx, m.s, taskID, body)
+	if err == nil {
+		m.r.patch.Record(context.Background(), time.Since(start).Seconds())
+	}
+	m.r.sinkFailed(ctx, opPatchBrief, err)
+	return err
+}
+
 // Congested passes on the wrapped sink's (sink.Congestion).
 func (m *measuredSink) Congested() bool { return sink.Congested(m.s) }
 

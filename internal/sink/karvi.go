@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sync"
 	"time"
@@ -97,6 +98,25 @@ func (k *Karvi) PatchBrief(ctx context.Context, taskID string, body json.RawMess
 	return err
 }
 
+// CanReplace is true: karvi's PUT replaces a brief whole (Replacer).
+func (k *Karvi) CanReplace() bool { return true }
+
+// ReplaceBrief sends body as the task's whole brief (PUT). Unlike PATCH it
+// creates the brief file of a task that has a briefPath but no file yet; a
+// task without a brief fails as PatchBrief does.
+func (k *Karvi) ReplaceBrief(ctx context.Context, taskID string, body json.RawMessage) error {
+	if err := k.knownNoBrief(taskID); err != nil {
+		return err
+	}
+	err := k.c.PutBrief(ctx, taskID, body)
+	if karvi.IsNoBrief(err) {
+		k.mu.Lock()
+		k.noBrief[taskID] = k.now()
+		k.mu.Unlock()
+	}
+	return err
+}
+
 func (k *Karvi) knownNoBrief(taskID string) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -178,9 +198,21 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 		if task.Blocker != nil {
 			blockerReason = task.Blocker.Reason
 		}
-		var stale bool
-		blockerReason, stale, err = k.walk(ctx, taskID, task.Status, blockerReason, u)
+		// The dispatch result rides on the last step when it can (karvi's
+		// /update takes a status and the result together): one request
+		// instead of two. Not for blocked (its reason goes through
+		// /status), nor onto a task that holds a blocker only /status
+		// clears.
+		var carry map[string]any
+		if want, ok := k.resultFor(task, u); ok && u.Status != "blocked" && task.Blocker == nil {
+			carry = map[string]any{"result": want}
+		}
+		var stale, carried bool
+		blockerReason, carried, stale, err = k.walk(ctx, taskID, task.Status, blockerReason, u, carry)
 		if err == nil {
+			if carried {
+				return nil
+			}
 			break
 		}
 		if !stale || attempt >= replans {
@@ -196,10 +228,8 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 		}
 		fields["blocker"] = map[string]any{"reason": u.Reason, "askedAt": askedAt}
 	}
-	if k.dispatchResult && terminalDispatch(u.DispatchState) {
-		if want := dispatchResult(u); !sameJSON(task.Result, want) {
-			fields["result"] = want
-		}
+	if want, ok := k.resultFor(task, u); ok {
+		fields["result"] = want
 	}
 	if len(fields) == 0 {
 		return nil
@@ -207,27 +237,50 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 	return k.c.UpdateTask(ctx, taskID, fields)
 }
 
-// walk posts each step from status from to u.Status. It returns the
-// blocker reason karvi now holds, and stale=true when karvi refused a step
-// as illegal, meaning the task moved under us and the path should be
-// planned again.
-func (k *Karvi) walk(ctx context.Context, taskID, from, blockerReason string, u StatusUpdate) (string, bool, error) {
+// resultFor is the task.result u's dispatch outcome writes, ok=false when
+// there is none to write or karvi holds it already (as task shows it).
+func (k *Karvi) resultFor(task karvi.Task, u StatusUpdate) (map[string]any, bool) {
+	if !k.dispatchResult || !terminalDispatch(u.DispatchState) {
+		return nil, false
+	}
+	want := dispatchResult(u)
+	if sameJSON(task.Result, want) {
+		return nil, false
+	}
+	return want, true
+}
+
+// walk posts each step from status from to u.Status; the last one, when
+// carry is not empty, goes through /update with carry's fields beside the
+// status (carried=true). It returns the blocker reason karvi now holds,
+// and stale=true when karvi refused a step as illegal, meaning the task
+// moved under us and the path should be planned again.
+func (k *Karvi) walk(ctx context.Context, taskID, from, blockerReason string, u StatusUpdate, carry map[string]any) (string, bool, bool, error) {
 	path, err := karvi.PathTo(from, u.Status)
 	if err != nil {
 		var ke *karvi.Error
 		if errors.As(err, &ke) {
 			ke.Op = "karvi sink set status " + taskID
 		}
-		return blockerReason, false, err
+		return blockerReason, false, false, err
 	}
+	carried := false
 	for i, st := range path {
 		reason := ""
 		if st == "blocked" && i == len(path)-1 {
 			reason = u.Reason
 		}
-		if err := k.c.SetTaskStatus(ctx, taskID, st, reason); err != nil {
+		if i == len(path)-1 && len(carry) > 0 && st != "blocked" {
+			fields := maps.Clone(carry)
+			fields["status"] = st
+			err = k.c.UpdateTask(ctx, taskID, fields)
+			carried = err == nil
+		} else {
+			err = k.c.SetTaskStatus(ctx, taskID, st, reason)
+		}
+		if err != nil {
 			// Refused as illegal, or the task is gone: it moved under us.
-			return blockerReason, karvi.IsIllegalTransition(err) || karvi.IsNotFound(err), err
+			return blockerReason, false, karvi.IsIllegalTransition(err) || karvi.IsNotFound(err), err
 		}
 		switch {
 		case st != "blocked":
@@ -236,7 +289,7 @@ func (k *Karvi) walk(ctx context.Context, taskID, from, blockerReason string, u 
 			blockerReason = reason
 		}
 	}
-	return blockerReason, false, nil
+	return blockerReason, carried, false, nil
 }
 
 // dispatchResult is task.result for a finished dispatch.

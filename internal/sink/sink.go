@@ -85,3 +85,28 @@ func Congested(s Sink) bool {
 	c, ok := s.(Congestion)
 	return ok && c.Congested()
 }
+
+// Replacer is implemented by a sink that can replace a task's brief whole
+// in one write (karvi's PUT), with no need to read it first to wipe what
+// an earlier brief set; wrappers pass it on.
+type Replacer interface {
+	// CanReplace reports whether ReplaceBrief works (a wrapper asks the
+	// sink it wraps).
+	CanReplace() bool
+	ReplaceBrief(ctx context.Context, taskID string, body json.RawMessage) error
+}
+
+// CanReplace reports whether s can replace a brief whole (Replacer).
+func CanReplace(s Sink) bool {
+	r, ok := s.(Replacer)
+	return ok && r.CanReplace()
+}
+
+// ReplaceBrief replaces the task's brief with body; a sink that cannot
+// (CanReplace false) fails with a bad request and sends nothing.
+func ReplaceBrief(ctx context.Context, s Sink, taskID string, body json.RawMessage) error {
+	if !CanReplace(s) {
+		return badRequest("replace brief of "+taskID, "the sink cannot replace a brief whole")
+	}
+	return s.(Replacer).ReplaceBrief(ctx, taskID, body)
+}

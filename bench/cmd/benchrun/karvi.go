@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"karvi-edda-temporal/internal/karvifake"
@@ -21,7 +24,10 @@ type KarviLimitResult struct {
 	PerTask    float64 `json:"requestsPerTask"`
 	Refused    int     `json:"refused"`
 	Completed  int     `json:"completed"`
-	Error      string  `json:"error,omitempty"`
+	// Routes is the fake's count of requests by route ("PATCH
+	// /api/brief/:id", ...; refusals under "429 " and their route).
+	Routes map[string]int `json:"routes,omitempty"`
+	Error  string         `json:"error,omitempty"`
 }
 
 // karviDefaults runs 30 short tasks at once against a fake karvi with its
@@ -55,6 +61,7 @@ func (e *env) karviDefaults(ctx context.Context) error {
 		}
 		e.logf("karvi %s worker, limit %s: %d tasks in %.0fs, %d requests (%.1f a task), %d refused, %d completed %s",
 			v.worker, v.limit, n, res.Seconds, res.Requests, res.PerTask, res.Refused, res.Completed, res.Error)
+		e.logf("karvi %s worker, limit %s: requests a task by route: %s", v.worker, v.limit, perTaskRoutes(res.Routes, n))
 		e.results.Karvi = append(e.results.Karvi, res)
 	}
 	return nil
@@ -95,5 +102,15 @@ func (e *env) karviRound(ctx context.Context, name string, n int, o rigOptions) 
 	res.Seconds = last.Sub(first).Seconds()
 	res.Requests, res.Refused = st.Requests, st.Refused
 	res.PerTask = float64(st.Requests) / float64(n)
+	res.Routes = st.Routes
 	return res, runErr
+}
+
+// perTaskRoutes renders routes divided by n tasks, in route order.
+func perTaskRoutes(routes map[string]int, n int) string {
+	var out []string
+	for _, r := range slices.Sorted(maps.Keys(routes)) {
+		out = append(out, fmt.Sprintf("%s %.2f", r, float64(routes[r])/float64(n)))
+	}
+	return strings.Join(out, ", ")
 }
