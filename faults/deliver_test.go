@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
 )
 
@@ -33,7 +34,10 @@ func TestWorkerKilledBetweenPatchAndCheckpoint(t *testing.T) {
 func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 	seed := faultSeed(t)
 	rnd := rand.New(rand.NewPCG(seed, 0x64656c76))
-	r := newRig(t, testrig.Options{Sink: sink})
+	// karvi's rate limit off on both sides: this test aims each kill just
+	// after one event's PATCH, and a congested worker merges them.
+	r := newRig(t, testrig.Options{Sink: sink, KarviRateLimit: karvifake.RateLimitOff,
+		WorkerArgs: []string{"-karvi-rate-limit", "off"}})
 	ids := []string{"DLV1", "DLV2"}
 	// About 130 events per task over 36 s, a PATCH every ~300 ms, with the
 	// workflow's checkpoints every 5 s. Each kill stalls delivery for the
