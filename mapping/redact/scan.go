@@ -210,7 +210,7 @@ func (sc *scanner) bearer(j int) int {
 	for m > k && s[m-1] == '.' { // sentence end, not token
 		m--
 	}
-	if m > k && !plainWord(s[k:m]) {
+	if m > k && !plainWord(s[k:m]) && !isKeyWord(s[k:m]) {
 		sc.add(k, m)
 		return m
 	}
@@ -420,15 +420,27 @@ func (sc *scanner) keyValue(k int) int {
 	for e < n && class[s[e]]&cTerm == 0 {
 		e++
 	}
-	// "Authorization: Bearer x": keep the scheme, mask the credential (the
-	// first word that is not itself a scheme name).
-	for e < n && (s[e] == ' ' || s[e] == '\t') && authScheme(s[v:e]) {
+	v, e = pastScheme(s, v, e, n)
+	// "token: pwd: x": the value is itself a sensitive key; leave it to
+	// mask its own value, or that value would survive behind this one.
+	if isKeyWord(s[v:e]) {
+		return v
+	}
+	sc.add(v, e)
+	return e
+}
+
+// pastScheme moves the value word s[v:e] past auth scheme names
+// ("Authorization: Bearer x", "--token Bearer x"): keep the scheme, mask
+// the credential, the first word that is not itself a scheme name.
+func pastScheme(s string, v, e, limit int) (int, int) {
+	for e < limit && (s[e] == ' ' || s[e] == '\t') && authScheme(s[v:e]) {
 		c := e
-		for c < n && (s[c] == ' ' || s[c] == '\t') {
+		for c < limit && (s[c] == ' ' || s[c] == '\t') {
 			c++
 		}
 		ce := c
-		for ce < n && class[s[ce]]&cTerm == 0 {
+		for ce < limit && class[s[ce]]&cTerm == 0 {
 			ce++
 		}
 		if ce == c {
@@ -436,8 +448,28 @@ func (sc *scanner) keyValue(k int) int {
 		}
 		v, e = c, ce
 	}
-	sc.add(v, e)
-	return e
+	return v, e
+}
+
+// isKeyWord reports a word that is a sensitive key and its separator,
+// such as "pwd:" or "password=", or a sensitive flag such as "--token".
+func isKeyWord(w string) bool {
+	var k string
+	switch {
+	case strings.HasPrefix(w, "--"): // "--token": a flag masks its own value
+		k = w[2:]
+	case len(w) > 1 && (w[len(w)-1] == ':' || w[len(w)-1] == '='):
+		k = w[:len(w)-1]
+	}
+	if len(k) < 3 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if class[k[i]]&cIdent == 0 {
+			return false
+		}
+	}
+	return sensitiveKey(k)
 }
 
 func authScheme(w string) bool {
@@ -585,6 +617,10 @@ func (sc *scanner) flag(i, limit int) int {
 	}
 	if e == v {
 		return i
+	}
+	v, e = pastScheme(s, v, e, limit)
+	if isKeyWord(s[v:e]) { // "--token pwd: x": the key masks its own value
+		return v
 	}
 	sc.add(v, e)
 	return e
