@@ -219,7 +219,7 @@ func tick(t *testing.T, b Board, st *State, cfg Config, claimedOnce map[string]b
 				}
 			case KindStart, KindBlock, KindStartRun:
 				if !onBoard || !Routed(task, cfg) {
-					t.Fatalf("%s of %s, a task not routed here", a.Kind, id)
+					t.Fatalf("%s of %s, a task not routed here (on board %v, task %+v, action %+v)", a.Kind, id, onBoard, task, a)
 				}
 				if a.Kind == KindStart && !wasClaimed && !Ours(task, cfg) {
 					t.Fatalf("start of %s in status %s", id, task.Status)

@@ -177,7 +177,9 @@ func (r *reconciler) claims(st State) {
 			if past(t.Status, c.Final) {
 				c.Settled = true
 			}
-			if (t.Status == StatusInProgress || t.Status == StatusDispatched) && (c.Settled || revised(t, c.Mark)) {
+			// Sent back by the board; a task routed elsewhere since is
+			// no longer this runtime's to take again.
+			if Routed(t, r.cfg) && (t.Status == StatusInProgress || t.Status == StatusDispatched) && (c.Settled || revised(t, c.Mark)) {
 				c.Attempt++
 				c.Phase = PhaseRunning
 				c.Final, c.Settled, c.Aborted = "", false, false
@@ -187,7 +189,7 @@ func (r *reconciler) claims(st State) {
 		case PhaseRefused:
 			// Sent back after the block (a user fixed the task and moved
 			// it on): take it again as new.
-			if (t.Status == StatusDispatched || t.Status == StatusInProgress) && blockedSince(t, c.Mark) && !r.inProject(t) {
+			if Routed(t, r.cfg) && (t.Status == StatusDispatched || t.Status == StatusInProgress) && blockedSince(t, c.Mark) && !r.inProject(t) {
 				c.Attempt++
 				r.start(t, &c)
 			}
