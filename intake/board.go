@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+
+	"karvi-edda-temporal/mapping"
 )
 
 // Task statuses karvi writes (its transition table is in docs/intake.md).
@@ -175,7 +176,7 @@ func DecodeBoard(data []byte) (Board, error) {
 		Projects     []json.RawMessage `json:"projects"`
 	}
 	if err := json.Unmarshal(trimmed, &frame); err != nil {
-		return Board{}, fmt.Errorf("board: %s", decodeProblem(err))
+		return Board{}, fmt.Errorf("board: %s", mapping.DecodeProblem(err))
 	}
 	var b Board
 	if v := nullToNil(frame.Version); v != nil {
@@ -187,7 +188,7 @@ func DecodeBoard(data []byte) (Board, error) {
 	}
 	if c := nullToNil(frame.Controls); c != nil {
 		if err := json.Unmarshal(c, &b.Controls); err != nil {
-			return Board{}, fmt.Errorf("board: controls.%s", decodeProblem(err))
+			return Board{}, fmt.Errorf("board: controls.%s", mapping.DecodeProblem(err))
 		}
 	}
 	for _, raw := range frame.Participants {
@@ -200,7 +201,7 @@ func DecodeBoard(data []byte) (Board, error) {
 	for i, raw := range frame.Projects {
 		var p Project
 		if err := json.Unmarshal(raw, &p); err != nil {
-			return Board{}, fmt.Errorf("board: projects[%d].%s", i, decodeProblem(err))
+			return Board{}, fmt.Errorf("board: projects[%d].%s", i, mapping.DecodeProblem(err))
 		}
 		p.CompletionTrigger = nullToNil(p.CompletionTrigger)
 		b.Projects = append(b.Projects, p)
@@ -226,7 +227,7 @@ func decodeTask(raw json.RawMessage, i int) Task {
 		if t.ID == "" {
 			t.ID = fmt.Sprintf("tasks[%d]", i)
 		}
-		t.DecodeErr = decodeProblem(err)
+		t.DecodeErr = mapping.DecodeProblem(err)
 		return t
 	}
 	t.Estimate = nullToNil(t.Estimate)
@@ -252,33 +253,6 @@ func probe(raw json.RawMessage) Task {
 	t := Task{ID: str("id"), Status: str("status"), RuntimeHint: str("runtimeHint"), ProjectID: str("projectId"), Assignee: str("assignee")}
 	_ = json.Unmarshal(fields["history"], &t.History)
 	return t
-}
-
-// decodeProblem turns a decoder error into "field: must be X, got Y".
-func decodeProblem(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		field := te.Field
-		if field == "" {
-			field = "(document)"
-		}
-		return fmt.Sprintf("%s: must be %s, got %s", field, kindOf(te.Type.String()), te.Value)
-	}
-	return "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func kindOf(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	case goType == "string":
-		return "a string"
-	case goType == "bool":
-		return "a boolean"
-	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
-		return "a number"
-	}
-	return "an object"
 }
 
 func nullToNil(r json.RawMessage) json.RawMessage {

@@ -216,6 +216,18 @@ func (d DispatchPlan) EffectiveMaxAttempts() int {
 // IsRedispatch reports karvi's redispatch mode.
 func (d DispatchPlan) IsRedispatch() bool { return d.Mode == ModeRedispatch }
 
+// DecodeProblem says what is wrong with JSON that did not decode, in the
+// words of the DispatchPlan's own errors: "field: must be a string, got
+// number", or "not valid JSON: ..." for a syntax error.
+func DecodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		fe := typeError(te)
+		return fe.Field + ": " + fe.Problem
+	}
+	return "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
 func typeError(te *json.UnmarshalTypeError) *FieldError {
 	field := te.Field
 	if field == "" {
