@@ -45,6 +45,7 @@ var stringCases = []struct {
 	{"pem openssh", "x -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY----- y", "x " + Mask + " y"},
 	{"pem pkcs8", "-----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----", Mask},
 	{"pem unterminated", "dump: -----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1Lf\ntruncated", "dump: " + Mask},
+	{"pem end line without a label", "-----BEGIN PRIVATE KEY----------END " + rsaBlock + " tail", Mask + " tail"},
 	{"pem escaped newlines", `"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----"`, `"` + Mask + `"`},
 	{"long base64", "blob " + longBase64 + " end", "blob " + Mask + " end"},
 	{"long base64 padded", "blob " + longBase64 + "== end", "blob " + Mask + " end"},

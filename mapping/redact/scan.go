@@ -89,16 +89,29 @@ func (sc *scanner) findPEM() {
 			continue
 		}
 		body := labelAt + e + len("-----")
-		end := len(s)
-		if m := strings.Index(s[body:], "-----END "); m >= 0 {
-			tail := body + m + len("-----END ")
-			if t := strings.Index(s[tail:], "-----"); t >= 0 && t <= 64 {
-				end = tail + t + len("-----")
-			}
-		}
+		end := pemEnd(s, body)
 		sc.pem = append(sc.pem, span{start, end})
 		sc.add(start, end)
 		from = end
+	}
+}
+
+// pemEnd returns where the block whose body starts at body ends: just past
+// the first END line that carries a private key label, or the end of the text.
+// An END line without one ("-----END -----BEGIN ...") does not close the
+// block, or the key behind it would escape as the text after a closed block.
+func pemEnd(s string, body int) int {
+	const endLine = "-----END "
+	for from := body; ; {
+		m := strings.Index(s[from:], endLine)
+		if m < 0 {
+			return len(s)
+		}
+		tail := from + m + len(endLine)
+		if t := strings.Index(s[tail:], "-----"); t >= 0 && t <= 64 && privateKeyLabel(s[tail:tail+t]) {
+			return tail + t + len("-----")
+		}
+		from = tail
 	}
 }
 
