@@ -145,8 +145,10 @@ type delivery struct {
 	enc     mapping.BriefEncoder
 	brief   mapping.BriefState
 	res     DeliverResult
-	// skip is how many of the next patches the sink already holds.
-	skip int
+	// skip is how many of the next patches the sink already holds;
+	// heldSpend the costs that brief shows, taken on once they are skipped.
+	skip      int
+	heldSpend mapping.Spend
 	// sinkDown: the sink refused for good; reduce, do not send.
 	sinkDown bool
 	// job is the attempt's job-view tally (jobview.go).
@@ -345,6 +347,9 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		if d.skip > 0 {
 			d.skip--
 			d.res.Resumed++
+			if d.skip == 0 {
+				d.brief.ApplySpend(d.heldSpend)
+			}
 		} else if err := d.patch(ctx, d.enc.Patch(&d.brief, c)); err != nil {
 			return err
 		}
@@ -528,6 +533,7 @@ func (d *delivery) deliveredIn(held map[string]any) (n int, matched bool, err er
 		return 0, false, nil
 	}
 	if mapping.SinkHolds(held, &d.brief.Brief) {
+		d.brief.ApplySpend(mapping.HeldSpend(held))
 		return 0, true, nil
 	}
 	probe := d.brief.Clone()
@@ -558,6 +564,9 @@ func (d *delivery) deliveredIn(held map[string]any) (n int, matched bool, err er
 	if found < 0 {
 		return 0, false, nil
 	}
+	// The costs a spend patch raised are the sink's: the events skipped
+	// will not say them, and a later patch must not lower them.
+	d.heldSpend = mapping.HeldSpend(held)
 	return found, true, nil
 }
 

@@ -7,8 +7,9 @@ import (
 )
 
 // SinkHolds reports whether a brief as a sink holds it (decoded JSON) says
-// exactly what b says in the parts this project writes: plan, phases,
-// currentPhase, completedPhases, cost, artifacts and log. meta is left out
+// what b says in the parts this project writes: plan, phases,
+// currentPhase, completedPhases, cost, artifacts and log, exactly but for
+// costs, which may be higher. meta is left out
 // (karvi stamps updatedAt on every write), and so are keys whose value is
 // null, since a PATCH cannot delete a key and a reset leaves nulls behind.
 //
@@ -28,12 +29,81 @@ func SinkHolds(sink map[string]any, b *Brief) bool {
 	if err := json.Unmarshal(data, &ours); err != nil {
 		return false
 	}
-	for _, k := range []string{"plan", "phases", "currentPhase", "completedPhases", "cost", "artifacts"} {
+	for _, k := range []string{"plan", "currentPhase", "completedPhases", "artifacts"} {
 		if !reflect.DeepEqual(withoutNulls(sink[k]), withoutNulls(ours[k])) {
 			return false
 		}
 	}
+	// A spend patch raises costs without a log entry of its own, so the
+	// sink may hold costs above the events' (never below): the phases must
+	// agree in all else, and every cost must be at least ours.
+	sinkPhases, sinkCosts := splitPhaseCosts(sink["phases"])
+	ourPhases, ourCosts := splitPhaseCosts(ours["phases"])
+	if !reflect.DeepEqual(sinkPhases, ourPhases) || !atLeast(sinkCosts, ourCosts) {
+		return false
+	}
+	sinkTotal, sinkBy := splitCost(sink["cost"])
+	ourTotal, ourBy := splitCost(ours["cost"])
+	return atLeast(sinkBy, ourBy) && atLeast(sinkTotal, ourTotal)
+}
+
+// splitPhaseCosts returns a brief's phases (decoded JSON) without their
+// cost_usd, and those costs by phase.
+func splitPhaseCosts(v any) (rest any, costs map[string]float64) {
+	phases, ok := withoutNulls(v).(map[string]any)
+	if !ok {
+		return withoutNulls(v), nil
+	}
+	costs = map[string]float64{}
+	for id, p := range phases {
+		ph, ok := p.(map[string]any)
+		if !ok {
+			continue
+		}
+		if c, ok := ph["cost_usd"].(float64); ok {
+			costs[id] = c
+			delete(ph, "cost_usd")
+		}
+	}
+	return phases, costs
+}
+
+// splitCost returns a brief's cost (decoded JSON) as its total (under ""
+// when set) and its costs by phase.
+func splitCost(v any) (total, byPhase map[string]float64) {
+	total, byPhase = map[string]float64{}, map[string]float64{}
+	c, _ := v.(map[string]any)
+	if t, ok := c["total_usd"].(float64); ok {
+		total[""] = t
+	}
+	by, _ := c["by_phase"].(map[string]any)
+	for id, x := range by {
+		if f, ok := x.(float64); ok {
+			byPhase[id] = f
+		}
+	}
+	return total, byPhase
+}
+
+// atLeast reports whether every cost of ours is also in sink, at or above.
+func atLeast(sink, ours map[string]float64) bool {
+	for k, o := range ours {
+		if s, ok := sink[k]; !ok || s < o {
+			return false
+		}
+	}
 	return true
+}
+
+// HeldSpend is the spending a sink's brief (decoded JSON) shows, for a
+// resumed delivery to carry on from (BriefState.ApplySpend).
+func HeldSpend(sink map[string]any) Spend {
+	total, by := splitCost(sink["cost"])
+	sp := Spend{ByPhase: by}
+	if t, ok := total[""]; ok {
+		sp.TotalUSD = &t
+	}
+	return sp
 }
 
 // sameLog compares a sink's log with ours by length and last entry first:

@@ -66,3 +66,56 @@ func copyBrief(t *testing.T, b Brief) Brief {
 	}
 	return out
 }
+
+// A spend patch raises costs with no log entry: the sink's brief then
+// still holds the state it had, with costs at or above ours; costs below
+// ours, or any other field changed, are not ours.
+func TestSinkHoldsAcceptsCostsRaisedBySpend(t *testing.T) {
+	s := threePhaseState()
+	var enc BriefEncoder
+	sink := map[string]any{}
+	merge := func(body json.RawMessage) {
+		var patch map[string]any
+		if err := json.Unmarshal(body, &patch); err != nil {
+			t.Fatal(err)
+		}
+		sink = jsonmerge.Merge(sink, patch)
+	}
+	merge(enc.Init(&s).Body)
+	for i, l := range []string{
+		`{"type":"phase_start","phase_id":"implement","attempt":1,"ts":"t1"}`,
+		`{"type":"phase_passed","phase_id":"implement","attempt":1,"duration_ms":1000,"cost_usd":0.5,"ts":"t2"}`,
+	} {
+		c, _ := s.Reduce(at(int64(i+1), l))
+		merge(enc.Patch(&s, c).Body)
+	}
+	before := copyBrief(t, s.Brief)
+	raised := s.Clone()
+	total := 3.0
+	c, changed := raised.ApplySpend(Spend{TotalUSD: &total, ByPhase: map[string]float64{"implement": 0.75}})
+	if !changed {
+		t.Fatal("spend changed nothing")
+	}
+	merge(enc.Patch(&raised, c).Body)
+	if !SinkHolds(sink, &before) {
+		t.Fatal("costs raised by spend: still the state before it")
+	}
+	if !SinkHolds(sink, &raised.Brief) {
+		t.Fatal("the raised state itself")
+	}
+	sp := HeldSpend(sink)
+	if sp.TotalUSD == nil || *sp.TotalUSD != 3 || sp.ByPhase["implement"] != 0.75 {
+		t.Fatalf("HeldSpend = %+v", sp)
+	}
+	higher := raised.Clone()
+	more := 4.0
+	higher.ApplySpend(Spend{TotalUSD: &more})
+	if SinkHolds(sink, &higher.Brief) {
+		t.Error("the sink's total is below ours: not ours")
+	}
+	other := copyBrief(t, before)
+	other.CompletedPhases++
+	if SinkHolds(sink, &other) {
+		t.Error("another completedPhases: not ours")
+	}
+}
