@@ -238,8 +238,12 @@ func typeError(te *json.UnmarshalTypeError) *FieldError {
 	if strings.HasPrefix(got, "number ") {
 		// The decoder says "number 1.5" when the number does not fit the
 		// Go type: say what is wrong with it rather than only its kind.
-		if want == "number" {
-			return &FieldError{Field: field, Problem: "must be a whole number in range, got " + strings.TrimPrefix(got, "number ")}
+		n := strings.TrimPrefix(got, "number ")
+		switch {
+		case want == "whole number" && strings.ContainsAny(n, ".eE"):
+			return &FieldError{Field: field, Problem: "must be a whole number, got " + n}
+		case want == "whole number" || want == "number":
+			return &FieldError{Field: field, Problem: "must be " + article(want) + " " + want + " in range, got " + n}
 		}
 		got = "number"
 	}
@@ -262,8 +266,9 @@ func expectedKind(t reflect.Type) string {
 	case reflect.Bool:
 		return "boolean"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
-		reflect.Float32, reflect.Float64:
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "whole number"
+	case reflect.Float32, reflect.Float64:
 		return "number"
 	case reflect.Slice, reflect.Array:
 		return "array"

@@ -127,14 +127,14 @@ func TestParseDispatchPlanErrors(t *testing.T) {
 		{"array", `[1,2]`, "", "must be a JSON object, got array"},
 		{"string", `"x"`, "", "must be a JSON object, got string"},
 		{"null", `null`, "", "must be a JSON object, got null"},
-		{"timeout string", `{"taskId":"T5","message":"m","timeoutSec":"600"}`, "timeoutSec", "must be a number, got string"},
+		{"timeout string", `{"taskId":"T5","message":"m","timeoutSec":"600"}`, "timeoutSec", "must be a whole number, got string"},
 		{"timeout fraction", `{"taskId":"T5","message":"m","timeoutSec":1.5}`, "timeoutSec", "whole number"},
 		{"timeout huge", `{"taskId":"T5","message":"m","timeoutSec":1e30}`, "timeoutSec", "whole number"},
 		{"taskId number", `{"taskId":5,"message":"m"}`, "taskId", "must be a string, got number"},
 		{"message object", `{"taskId":"T5","message":{}}`, "message", "must be a string, got object"},
 		{"artifacts object", `{"taskId":"T5","message":"m","artifacts":{}}`, "artifacts", "must be an array, got object"},
 		{"artifact summary number", `{"taskId":"T5","message":"m","artifacts":[{"id":"a","summary":3}]}`, "artifacts.summary", "must be a string, got number"},
-		{"max attempts bool", `{"taskId":"T5","message":"m","controlsSnapshot":{"max_review_attempts":true}}`, "controlsSnapshot.max_review_attempts", "must be a number, got boolean"},
+		{"max attempts bool", `{"taskId":"T5","message":"m","controlsSnapshot":{"max_review_attempts":true}}`, "controlsSnapshot.max_review_attempts", "must be a whole number, got boolean"},
 		{"skills string", `{"taskId":"T5","message":"m","requiredSkills":"x"}`, "requiredSkills", "must be an array, got string"},
 		{"skills of numbers", `{"taskId":"T5","message":"m","requiredSkills":[1]}`, "requiredSkills", "must be a string, got number"},
 		{"taskId missing", `{"message":"m"}`, "taskId", "required"},
@@ -180,7 +180,7 @@ func TestParseDispatchPlanErrors(t *testing.T) {
 
 func TestTimeoutTypeErrorMessage(t *testing.T) {
 	_, err := ParseDispatchPlan([]byte(`{"taskId":"T5","message":"m","timeoutSec":"x"}`))
-	if err == nil || err.Error() != "dispatch plan: timeoutSec: must be a number, got string" {
+	if err == nil || err.Error() != "dispatch plan: timeoutSec: must be a whole number, got string" {
 		t.Fatalf("got %v", err)
 	}
 }

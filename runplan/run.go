@@ -454,35 +454,19 @@ func taskLabel(id string, i int) string {
 	return id
 }
 
+// decodeProblem is mapping's wording for a decode error, with the field
+// named as within its task ("depends", not "tasks.depends"): the task is
+// named in front of it.
 func decodeProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		field := te.Field
-		if i := strings.LastIndex(field, "."); i >= 0 && strings.HasPrefix(field, "tasks.") {
-			field = field[i+1:]
+		if i := strings.LastIndex(te.Field, "."); i >= 0 && strings.HasPrefix(te.Field, "tasks.") {
+			c := *te
+			c.Field = te.Field[i+1:]
+			err = &c
 		}
-		if field == "" {
-			field = "(document)"
-		}
-		return fmt.Sprintf("%s: must be %s, got %s", field, kindOf(te.Type.String()), te.Value)
 	}
-	return "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func kindOf(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "[]"):
-		return "an array"
-	case goType == "string":
-		return "a string"
-	case goType == "bool":
-		return "a boolean"
-	case strings.Contains(goType, "int"):
-		return "a whole number"
-	case strings.HasPrefix(goType, "struct"), strings.Contains(goType, "file"):
-		return "an object"
-	}
-	return goType
+	return mapping.DecodeProblem(err)
 }
 
 func nullToNil(r json.RawMessage) json.RawMessage {

@@ -181,7 +181,7 @@ func TestParseErrors(t *testing.T) {
 		`{"title":"t","concurrency":"3","tasks":[{"id":"a","title":"A"}]}`:   "concurrency: must be a whole number, got string",
 		`{"title":"t","concurrency":1001,"tasks":[{"id":"a","title":"A"}]}`:  "concurrency: 1001 must be between 1 and 1000",
 		`{"title":"t","tasks":[{"id":"a","title":"A","depends":"b"}]}`:       "run: task a: depends: must be an array, got string",
-		`{"title":"t","tasks":[{"id":"a","title":"A","complexity":2.5}]}`:    "run: task a: complexity: must be a whole number, got number 2.5",
+		`{"title":"t","tasks":[{"id":"a","title":"A","complexity":2.5}]}`:    "run: task a: complexity: must be a whole number, got 2.5",
 		`{"title":"t","tasks":[{"id":"a","title":"A","complexity":0}]}`:      "run: task a: complexity: 0 must be between 1 and 10",
 		`{"title":"t","tasks":[{"id":7,"title":"A"}]}`:                       "run: task tasks[0]: id: must be a string, got number",
 		`{"title":"t","tasks":[{"title":"A"}]}`:                              "run: task tasks[0]: id: required",
