@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -248,20 +247,6 @@ func outcomeOf(req AwaitTargetRequest, raw json.RawMessage) (intent.Outcome, err
 		return o, fmt.Errorf("%s ended with no status in its result", req.WorkflowID)
 	}
 	return o, nil
-}
-
-// rootMessage is the innermost application error's message, without the
-// chain of workflow wrappers around it.
-func rootMessage(err error) string {
-	msg := err.Error()
-	var app *temporal.ApplicationError
-	for e := err; errors.As(e, &app); e = app.Unwrap() {
-		msg = app.Message()
-		if app.Unwrap() == nil {
-			break
-		}
-	}
-	return strings.TrimSpace(msg)
 }
 
 // IntentSchedule is what a fire reads of its intent's schedule.

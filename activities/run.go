@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -172,7 +173,7 @@ func awaitWorkflow(ctx context.Context, cl WorkflowAwaiter, id, runID string, ou
 	case errors.As(err, &notFound):
 		return fmt.Sprintf("%s not found", id), nil
 	case closedWithoutResult(err):
-		return fmt.Sprintf("%s ended without a result: %s", id, rootMessage(err)), nil
+		return fmt.Sprintf("%s ended without a result: %s", id, errtext.Root(err)), nil
 	}
 	return "", fmt.Errorf("wait for %s: %w", id, err)
 }

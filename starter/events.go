@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -167,7 +168,7 @@ func readEvents(ctx context.Context, cl client.Client, taskQueue string, src eve
 		}
 		if ctx.Err() != nil || appErr != nil && !renewing || try >= readRetries {
 			// The read itself failed (a bad offset, a broken store): final.
-			return taskapi.EventsPage{}, fmt.Errorf("read the events of %s from byte %d: %s", src.what, off, rootCause(err))
+			return taskapi.EventsPage{}, fmt.Errorf("read the events of %s from byte %d: %s", src.what, off, errtext.Root(err))
 		}
 		select {
 		case <-ctx.Done():

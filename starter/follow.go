@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
 	"karvi-edda-temporal/workflows/taskapi"
@@ -62,7 +63,7 @@ func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.
 		select {
 		case err := <-done:
 			if err != nil {
-				return fmt.Errorf("task %s: %s", taskID, rootCause(err))
+				return fmt.Errorf("task %s: %s", taskID, errtext.Root(err))
 			}
 			return o.print(stdout, summaryOf(res, time.Now()))
 		case <-ctx.Done():

@@ -15,7 +15,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
@@ -332,21 +331,6 @@ func query(ctx context.Context, cl client.Client, taskID, name string, out any) 
 		return fmt.Errorf("query %s of task %s: %w", name, taskID, err)
 	}
 	return v.Get(out)
-}
-
-// rootCause is the innermost application error's message: a person wants
-// "dispatch plan: skill: no plan template named ..." rather than the chain
-// of workflow and activity wrappers around it.
-func rootCause(err error) string {
-	msg := err.Error()
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		var appErr *temporal.ApplicationError
-		if errors.As(e, &appErr) {
-			msg = appErr.Message()
-			e = appErr
-		}
-	}
-	return msg
 }
 
 func printJSON(w io.Writer, v any) error {

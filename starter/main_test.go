@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows/taskapi"
@@ -189,9 +186,3 @@ func TestCommandsDialThroughTheHelper(t *testing.T) {
 	require.Contains(t, stderr.String(), "connect to Temporal at "+addr)
 }
 
-func TestRootCauseIsTheInnermostApplicationError(t *testing.T) {
-	inner := temporal.NewNonRetryableApplicationError(`dispatch plan: skill: no plan template named "x"`, "InvalidDispatch", nil)
-	wrapped := fmt.Errorf("workflow execution error: %w", fmt.Errorf("activity error (type: PreparePlan): %w", inner))
-	require.Equal(t, `dispatch plan: skill: no plan template named "x"`, rootCause(wrapped))
-	require.Equal(t, "plain", rootCause(errors.New("plain")))
-}

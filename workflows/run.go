@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
@@ -144,7 +144,7 @@ func (r *runFlow) loop() (runstatus.Status, error) {
 		if !r.gitStepFailsTask() {
 			return runstatus.Status{}, err
 		}
-		r.failReady("repository: " + rootMessage(err))
+		r.failReady("repository: " + errtext.Root(err))
 	}
 	// The document as it starts, every task queued, before any starts.
 	// Runs recorded before this write existed start their tasks first.
@@ -212,7 +212,7 @@ func (r *runFlow) startReady() error {
 				return err
 			}
 			r.log.Warn("task failed: no worktree", "task", id, "error", err)
-			r.st.Tasks[id].LastError = "worktree: " + rootMessage(err)
+			r.st.Tasks[id].LastError = "worktree: " + errtext.Root(err)
 			r.taskFailed(id, r.st.Tasks[id].LastError)
 			continue
 		}
@@ -262,7 +262,7 @@ func (r *runFlow) launch(id string) {
 		}
 		var res Result
 		if err := f.Get(gctx, &res); err != nil {
-			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+rootMessage(err)))
+			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+errtext.Root(err)))
 			return
 		}
 		r.inbox = append(r.inbox, endOfResult(id, attempt, res))
@@ -285,7 +285,7 @@ func (r *runFlow) awaitCarried() {
 			err := workflow.ExecuteActivity(awaitOptions(gctx, "Wait for task "+id), runActs.AwaitTask, req).Get(gctx, &res)
 			switch {
 			case err != nil:
-				r.inbox = append(r.inbox, endOfFailure(id, attempt, "waiting for the task workflow failed: "+rootMessage(err)))
+				r.inbox = append(r.inbox, endOfFailure(id, attempt, "waiting for the task workflow failed: "+errtext.Root(err)))
 			case res.Result != nil:
 				r.inbox = append(r.inbox, endOfResult(id, attempt, *res.Result))
 			default:
@@ -577,17 +577,6 @@ func (r *runFlow) reopen(req runapi.Reopen) error {
 	r.st.Aborting, r.st.AbortReason = false, ""
 	r.changed()
 	return nil
-}
-
-// rootMessage is the innermost error's message: what a person reads.
-func rootMessage(err error) string {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err.Error()
-		}
-		err = next
-	}
 }
 
 func (r *runFlow) view() runapi.View {

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/internal/worktree"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
@@ -98,7 +99,7 @@ func (r *runFlow) mergeCompleted() error {
 				// The branch stays, with its worktree, for a person; the
 				// run's retry starts the task again.
 				r.log.Warn("task failed: its merge failed", "task", rt.ID, "error", err)
-				t.Merge, t.LastError = false, "merge: "+rootMessage(err)
+				t.Merge, t.LastError = false, "merge: "+errtext.Root(err)
 				r.taskFailed(rt.ID, t.LastError)
 			}
 		}
