@@ -185,4 +185,3 @@ func TestCommandsDialThroughTheHelper(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "connect to Temporal at "+addr)
 }
-
