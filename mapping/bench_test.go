@@ -19,7 +19,7 @@ import (
 // one core) is about. The sub-benchmarks differ in how long the brief's log is, since
 // every PATCH body carries the whole log (karvi replaces arrays on merge):
 //
-//   - seedA: example A's 3-phase run, a fresh brief every 8 events.
+//   - exampleA: example A's 3-phase run, a fresh brief every 8 events.
 //   - plan1000: a 1,000-event plan (3 phases with agent_progress between),
 //     a fresh brief every plan, so the log grows to DefaultLogLimit and stays.
 //   - fullLog: steady state with the log at DefaultLogLimit entries: the
@@ -31,7 +31,7 @@ func BenchmarkParseReduce(b *testing.B) {
 	}
 	summary := PlanSummary{Name: "karvi-t5-020d01", PhaseIDs: []string{"implement", "test", "docs"}, TimeoutSec: 600}
 
-	b.Run("seedA", func(b *testing.B) {
+	b.Run("exampleA", func(b *testing.B) {
 		benchStream(b, splitLines(exampleA), summary, true)
 	})
 	b.Run("plan1000", func(b *testing.B) {

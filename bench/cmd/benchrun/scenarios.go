@@ -170,7 +170,7 @@ func (e *env) cost(ctx context.Context) error {
 		parallel                bool
 	}
 	variants := []variant{
-		{"seed 3-phase example", "sequential", "[sim checks=pass delay=1s] " + exampleACosts, nil, false},
+		{"example A, 3 phases", "sequential", "[sim checks=pass delay=1s] " + exampleACosts, nil, false},
 		{"1,000 events over 20s", "single", "[sim checks=pass events=1000 delay=20s]", nil, true},
 		{"1,000 events in one burst", "single", "[sim checks=pass events=1000 delay=100ms]", nil, true},
 		{"1,000 events over 20s, continue-as-new every 20 polls", "single", "[sim checks=pass events=1000 delay=20s]",
@@ -323,7 +323,7 @@ func (e *env) tasksPerMinute(ctx context.Context) error {
 		return err
 	}
 	defer r.close()
-	res := TasksResult{Tasks: n, Plan: "sequential [sim checks=pass delay=50ms] + seed costs"}
+	res := TasksResult{Tasks: n, Plan: "sequential [sim checks=pass delay=50ms] + example A costs"}
 	var rates []float64
 	var cpus []CPUUse
 	for run := 1; run <= runs; run++ {
