@@ -319,7 +319,7 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 	if sample != "" {
 		d.res.MalformedSample = sample
 	}
-	d.tallyBatch(batch.Lines, evs)
+	d.tallyBatch(evs)
 	d.batching = true
 	for _, ev := range evs {
 		if err := d.step(ctx, ev); err != nil {

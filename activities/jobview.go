@@ -9,7 +9,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
@@ -76,24 +75,11 @@ func (d *delivery) tally() *jobview.Tally {
 	return d.job
 }
 
-// tallyBatch folds a batch's events into the tally, each with the token
-// usage its line carries.
-func (d *delivery) tallyBatch(lines []tailer.Line, evs []mapping.Event) {
+// tallyBatch folds a batch's events, token usage included, into the tally.
+func (d *delivery) tallyBatch(evs []mapping.Event) {
 	t := d.tally()
-	i := 0
 	for _, ev := range evs {
-		// evs are the batch's lines in order, less the malformed ones.
-		for i < len(lines) && (lines[i].Gen != ev.Pos.Gen || lines[i].Offset != ev.Pos.Offset) {
-			i++
-		}
-		var u *jobview.Usage
-		if i < len(lines) {
-			if got, ok := jobview.ParseUsage(lines[i].Data); ok {
-				got.Model = redact.String(got.Model)
-				u = &got
-			}
-		}
-		t.Observe(ev, u)
+		t.Observe(ev)
 	}
 }
 

@@ -107,7 +107,7 @@ func TestDeliveryCarriesTheTallyAndWritesMetrics(t *testing.T) {
 	want.Artifacts = []string{plan.EventsPath, plan.StatePath, filepath.Join(runDir, MetricsFile)}
 	require.Equal(t, toJSON(t, want), toJSON(t, end.Job))
 	require.NotContains(t, string(toJSON(t, end.Job)), "ghp_abcdef")
-	require.Equal(t, []jobview.Usage{{InputTokens: 300, OutputTokens: 40}}, end.Job.Usage)
+	require.Equal(t, []mapping.Usage{{InputTokens: 300, OutputTokens: 40}}, end.Job.Usage)
 
 	metrics, err := os.ReadFile(filepath.Join(runDir, MetricsFile))
 	require.NoError(t, err)

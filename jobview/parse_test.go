@@ -4,37 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 )
-
-func TestParseUsage(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		want Usage
-		ok   bool
-	}{
-		{`{"type":"phase_passed","input_tokens":1200,"output_tokens":340,"model":"sonnet"}`, Usage{"sonnet", 1200, 340}, true},
-		{`{"type":"phase_passed","tokens_in":7,"tokens_out":8}`, Usage{"", 7, 8}, true},
-		{`{"type":"phase_passed","usage":{"input_tokens":5,"output_tokens":6},"model":"opus"}`, Usage{"opus", 5, 6}, true},
-		{`{"type":"phase_passed","token_usage":{"tokens_in":1,"model":"haiku"}}`, Usage{"haiku", 1, 0}, true},
-		{`{"type":"phase_passed","input_tokens":10,"usage":{"input_tokens":99}}`, Usage{"", 10, 0}, true},
-		// Counts that are not non-negative integers are ignored.
-		{`{"type":"x","input_tokens":-1,"output_tokens":"12"}`, Usage{}, false},
-		{`{"type":"x","input_tokens":1.5}`, Usage{}, false},
-		{`{"type":"x","input_tokens":1e300}`, Usage{}, false},
-		{`{"type":"x","input_tokens":3,"model":"bad\u0000name"}`, Usage{"", 3, 0}, true},
-		{`{"type":"x","input_tokens":3,"model":"` + strings.Repeat("m", 65) + `"}`, Usage{"", 3, 0}, true},
-		{`{"type":"phase_passed","cost_usd":0.1}`, Usage{}, false},
-		{`{"type":"x","note":"no tokens here, tokens_in"}`, Usage{}, false},
-		{`not json tokens`, Usage{}, false},
-	} {
-		got, ok := ParseUsage([]byte(tc.line))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: %+v %v, want %+v %v", tc.line, got, ok, tc.want, tc.ok)
-		}
-	}
-}
 
 func TestParseState(t *testing.T) {
 	s, err := ParseState([]byte(`{"plan_status":"Blocked","phases":[{"id":"test","status":"FAILED","attempts":3,
@@ -53,33 +23,6 @@ func TestParseState(t *testing.T) {
 			t.Errorf("%q parsed", bad)
 		}
 	}
-}
-
-func FuzzParseUsage(f *testing.F) {
-	for _, s := range []string{
-		`{"type":"phase_passed","input_tokens":1200,"output_tokens":340,"model":"sonnet"}`,
-		`{"usage":{"tokens_in":5,"tokens_out":6,"model":"m"}}`,
-		`{"token_usage":{"input_tokens":9223372036854775807}}`,
-		`{"input_tokens":1,"input_tokens":2}`,
-		`tokens`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		u, ok := ParseUsage(line)
-		if !ok {
-			if u != (Usage{}) {
-				t.Fatalf("no usage, yet %+v", u)
-			}
-			return
-		}
-		if u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokens > maxTokens || u.OutputTokens > maxTokens {
-			t.Fatalf("counts out of range: %+v", u)
-		}
-		if len(u.Model) > maxModelLen || !utf8.ValidString(u.Model) || strings.IndexFunc(u.Model, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-			t.Fatalf("model %q", u.Model)
-		}
-	})
 }
 
 func FuzzParseState(f *testing.F) {

@@ -14,11 +14,11 @@ import (
 func TestJobCostIsWhatTheConductorSpent(t *testing.T) {
 	tl := NewTally(Seed{PhaseIDs: []string{"build", "test"}})
 	c := 0.10
-	tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "build", Attempt: 1}, nil)
-	tl.Observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "build", Attempt: 1, CostUSD: &c}, nil)
+	tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "build", Attempt: 1})
+	tl.Observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "build", Attempt: 1, CostUSD: &c})
 	for n := 1; n <= 3; n++ {
-		tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: n}, nil)
-		tl.Observe(mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test", Attempt: n, Error: "exit 1"}, nil)
+		tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: n})
+		tl.Observe(mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test", Attempt: n, Error: "exit 1"})
 	}
 	total := 0.40
 	tl.ObserveState(State{PlanStatus: "pending", TotalCostUSD: &total,

@@ -70,8 +70,8 @@ type Tally struct {
 	Phases    []PhaseTally `json:"phases,omitempty"`
 	// Usage and Costs are per model, in order of appearance; model ""
 	// stands for Model.
-	Usage []Usage     `json:"usage,omitempty"`
-	Costs []ModelCost `json:"costs,omitempty"`
+	Usage []mapping.Usage `json:"usage,omitempty"`
+	Costs []ModelCost     `json:"costs,omitempty"`
 	// PlanCostUSD is the plan's total as the conductor reports it
 	// (state.json at a checkpoint, plan_completed at the end): more
 	// than the phases' costs when failed tries cost something, which no
@@ -93,13 +93,13 @@ type PhaseTally struct {
 	Checks  []string `json:"checks,omitempty"`
 	OnlyCmd int      `json:"onlyCmd,omitempty"`
 	// TryCount counts every try; Tries keeps the latest maxTries.
-	TryCount   int     `json:"tryCount,omitempty"`
-	Tries      []Try   `json:"tries,omitempty"`
-	DurationMS int64   `json:"durationMs,omitempty"`
-	CostUSD    float64 `json:"costUsd,omitempty"`
-	Tokens     *Usage  `json:"tokens,omitempty"`
-	Skipped    bool    `json:"skipped,omitempty"`
-	SkipReason string  `json:"skipReason,omitempty"`
+	TryCount   int            `json:"tryCount,omitempty"`
+	Tries      []Try          `json:"tries,omitempty"`
+	DurationMS int64          `json:"durationMs,omitempty"`
+	CostUSD    float64        `json:"costUsd,omitempty"`
+	Tokens     *mapping.Usage `json:"tokens,omitempty"`
+	Skipped    bool           `json:"skipped,omitempty"`
+	SkipReason string         `json:"skipReason,omitempty"`
 	// Ahead holds checks state.json showed for a try whose end the events
 	// have not told yet.
 	Ahead *CheckedTry `json:"ahead,omitempty"`
@@ -271,11 +271,11 @@ func (t *Tally) WithEnd(e End) *Tally {
 	return c
 }
 
-// Observe folds one event into the tally, with the token usage its line
-// carried (nil for none). It reports false, changing nothing, for an event
+// Observe folds one event, with the token usage it carries, into the
+// tally. It reports false, changing nothing, for an event
 // at or before the last one folded in: a delivery taken up again from a
 // checkpoint reads some lines twice.
-func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
+func (t *Tally) Observe(ev mapping.Event) bool {
 	if t.HasApplied && !t.Applied.Less(ev.Pos) {
 		return false
 	}
@@ -330,6 +330,7 @@ func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
 	case mapping.EventPlanAborted:
 		t.log("plan aborted")
 	}
+	u := ev.Usage
 	model := ""
 	if u != nil {
 		model = u.Model
@@ -345,11 +346,11 @@ func (t *Tally) Observe(ev mapping.Event, u *Usage) bool {
 		t.addUsage(*u)
 		if ph != nil {
 			if ph.Tokens == nil {
-				ph.Tokens = &Usage{Model: u.Model}
+				ph.Tokens = &mapping.Usage{Model: u.Model}
 			} else if ph.Tokens.Model != u.Model {
 				ph.Tokens.Model = "mixed"
 			}
-			ph.Tokens.add(*u)
+			addTokens(ph.Tokens, *u)
 		}
 	}
 	return true
@@ -433,10 +434,10 @@ func (t *Tally) addCost(model string, usd float64) {
 	t.Costs = append(t.Costs, ModelCost{Model: model, USD: usd})
 }
 
-func (t *Tally) addUsage(u Usage) {
+func (t *Tally) addUsage(u mapping.Usage) {
 	for i := range t.Usage {
 		if t.Usage[i].Model == u.Model {
-			t.Usage[i].add(u)
+			addTokens(&t.Usage[i], u)
 			return
 		}
 	}
@@ -582,11 +583,7 @@ func (t *Tally) ObserveLog(data []byte) (malformed int) {
 			continue
 		}
 		ev.Pos = pos
-		var u *Usage
-		if got, ok := ParseUsage(line); ok {
-			u = &got
-		}
-		t.Observe(ev, u)
+		t.Observe(ev)
 	}
 	return malformed
 }

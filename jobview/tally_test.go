@@ -36,7 +36,7 @@ func TestIncrementalEqualsOnePass(t *testing.T) {
 			n := 1 + rng.IntN(4)
 			from := max(i-rng.IntN(3), 0) // re-read up to two lines
 			for _, ev := range evs[from:min(i+n, len(evs))] {
-				tl.Observe(ev, nil)
+				tl.Observe(ev)
 			}
 			i = min(i+n, len(evs))
 			if rng.IntN(3) == 0 {
@@ -224,7 +224,7 @@ func TestVerifyingComesFromTheSnapshot(t *testing.T) {
 	if got := state(); got != Verifying(1) {
 		t.Errorf("state %+v", got)
 	}
-	tl.Observe(mapping.Event{Pos: mapping.Position{Offset: 1000}, Type: mapping.EventPhasePassed, PhaseID: "test", Attempt: 2}, nil)
+	tl.Observe(mapping.Event{Pos: mapping.Position{Offset: 1000}, Type: mapping.EventPhasePassed, PhaseID: "test", Attempt: 2})
 	if got := state(); got != Executing(1, "test") {
 		t.Errorf("after the pass: %+v", got)
 	}
@@ -232,7 +232,7 @@ func TestVerifyingComesFromTheSnapshot(t *testing.T) {
 
 func TestRunStates(t *testing.T) {
 	running := NewTally(Seed{})
-	running.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1}, nil)
+	running.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1})
 	ended := func(how, errType, msg string) *Tally {
 		return running.WithEnd(End{How: how, Phase: "docs", ErrorType: errType, Error: msg})
 	}
@@ -272,7 +272,7 @@ func TestRunStates(t *testing.T) {
 
 func TestExecutionFailedWording(t *testing.T) {
 	running := NewTally(Seed{})
-	running.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: 1}, nil)
+	running.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: 1})
 	for how, want := range map[string]AttemptResult{
 		EndRedispatched: {Status: ResultExecutionFailed, Step: "test", Error: "Redispatched before the attempt finished"},
 		EndAborted:      {Status: ResultExecutionFailed, Step: "test", Error: mapping.MsgUserAbort},
@@ -343,8 +343,9 @@ func TestTallyStaysBounded(t *testing.T) {
 	long := strings.Repeat("x", 10000)
 	for i := range 5000 {
 		ev := mapping.Event{Pos: mapping.Position{Offset: int64(i)}, Type: mapping.EventPhaseFailed,
-			PhaseID: fmt.Sprintf("p%d", i%100), Attempt: i, Error: "check failed: " + long}
-		tl.Observe(ev, &Usage{Model: fmt.Sprintf("m%d", i%50), InputTokens: 1})
+			PhaseID: fmt.Sprintf("p%d", i%100), Attempt: i, Error: "check failed: " + long,
+			Usage: &mapping.Usage{Model: fmt.Sprintf("m%d", i%50), InputTokens: 1}}
+		tl.Observe(ev)
 	}
 	data := mustJSON(t, tl)
 	if len(data) > 2<<20 {
@@ -376,7 +377,7 @@ func TestCloneIsDeep(t *testing.T) {
 	c.Phases[0].Checks[0] = "changed"
 	c.Logs[0] = "changed"
 	c.Artifacts[0] = "changed"
-	c.Observe(mapping.Event{Pos: mapping.Position{Offset: 1 << 40}, Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1}, nil)
+	c.Observe(mapping.Event{Pos: mapping.Position{Offset: 1 << 40}, Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1})
 	if !bytes.Equal(mustJSON(t, tl), before) {
 		t.Error("changing the clone changed the original")
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -64,6 +65,8 @@ type Event struct {
 	PhasesPassed  int      `json:"phases_passed,omitempty"`
 	PhasesPending int      `json:"phases_pending,omitempty"`
 	TotalCostUSD  *float64 `json:"total_cost_usd,omitempty"`
+	// Usage is the token count the line reports, nil when none.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // ParseEvent decodes one events.jsonl line in either casing (the document's
@@ -128,6 +131,7 @@ func decodeEvent(p *fieldParser) (Event, error) {
 	ev.PhasesPassed = p.int("phases_passed")
 	ev.PhasesPending = p.int("phases_pending")
 	ev.TotalCostUSD = p.float("total_cost_usd")
+	ev.Usage = p.usage()
 	if p.err != nil {
 		return Event{}, p.err
 	}
@@ -138,13 +142,29 @@ func decodeEvent(p *fieldParser) (Event, error) {
 
 // eventKeys are the members ParseEvent reads; rawFields holds their values.
 var eventKeys = [...]string{"type", "seq", "ts", "plan_name", "phase_count", "phase_id", "attempt",
-	"duration_ms", "cost_usd", "error", "error_type", "reason", "phases_passed", "phases_pending", "total_cost_usd"}
+	"duration_ms", "cost_usd", "error", "error_type", "reason", "phases_passed", "phases_pending", "total_cost_usd",
+	// From firstUsageKey on, the members a token count is read from: the
+	// counts at the top level, or an object under "usage" or "token_usage".
+	"input_tokens", "output_tokens", "tokens_in", "tokens_out", "model", "usage", "token_usage"}
 
 // rawFields is the raw value of each member in eventKeys, as a decode into
 // map[string]json.RawMessage would give it (the last of duplicate keys).
 type rawFields struct {
 	vals [len(eventKeys)]json.RawMessage
 	set  [len(eventKeys)]bool
+}
+
+// firstUsageKey is the index in eventKeys of the first usage member.
+var firstUsageKey = slices.Index(eventKeys[:], "input_tokens")
+
+// anySet reports whether any member from eventKeys[from] on is present.
+func (f *rawFields) anySet(from int) bool {
+	for _, set := range f.set[from:] {
+		if set {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *rawFields) get(key string) (json.RawMessage, bool) {
@@ -437,13 +457,19 @@ func isSnakeCase(s string) bool {
 }
 
 // MapText applies f to every free-text field (Error, ErrorType, Reason,
-// PlanName, PhaseID) so the caller can redact before the event is recorded.
+// PlanName, PhaseID, the usage's Model) so the caller can redact before the
+// event is recorded.
 func (e *Event) MapText(f func(string) string) {
 	e.Error = f(e.Error)
 	e.ErrorType = f(e.ErrorType)
 	e.Reason = f(e.Reason)
 	e.PlanName = f(e.PlanName)
 	e.PhaseID = f(e.PhaseID)
+	if e.Usage != nil && e.Usage.Model != "" {
+		u := *e.Usage
+		u.Model = f(u.Model)
+		e.Usage = &u
+	}
 }
 
 // IsTerminal reports plan_completed and plan_aborted, the only events that

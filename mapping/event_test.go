@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func f64(f float64) *float64 { return &f }
@@ -280,6 +282,73 @@ func FuzzParseEvent(f *testing.F) {
 		var back Event
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("unmarshal: %v", err)
+		}
+	})
+}
+
+// The token usage a line reports is read with the event, in every place
+// and name a conductor writes it; a count that is not a usable number is
+// left out without failing the event.
+func TestParseEventUsage(t *testing.T) {
+	for name, c := range map[string]struct {
+		line string
+		want *Usage
+	}{
+		"none":           {`{"type":"phase_passed","phase_id":"a"}`, nil},
+		"top level":      {`{"type":"phase_passed","input_tokens":1200,"output_tokens":340,"model":"m"}`, &Usage{Model: "m", InputTokens: 1200, OutputTokens: 340}},
+		"canonical":      {`{"type":"phase_passed","tokens_in":7,"tokens_out":8}`, &Usage{InputTokens: 7, OutputTokens: 8}},
+		"object":         {`{"type":"phase_passed","usage":{"input_tokens":5,"output_tokens":6},"model":"outer"}`, &Usage{Model: "outer", InputTokens: 5, OutputTokens: 6}},
+		"object model":   {`{"type":"phase_passed","token_usage":{"input_tokens":5,"model":"inner"},"model":"outer"}`, &Usage{Model: "inner", InputTokens: 5}},
+		"negative":       {`{"type":"phase_passed","input_tokens":-1}`, nil},
+		"too large":      {`{"type":"phase_passed","input_tokens":1125899906842625}`, nil},
+		"string count":   {`{"type":"phase_passed","input_tokens":"12"}`, nil},
+		"model only":     {`{"type":"phase_passed","model":"m"}`, nil},
+		"general path":   {`{"type":"phase_passed","err\u006fr":"x","input_tokens":3}`, &Usage{InputTokens: 3}},
+		"bad model":      {`{"type":"phase_passed","input_tokens":3,"model":7}`, &Usage{InputTokens: 3}},
+		"usage not obj":  {`{"type":"phase_passed","usage":3}`, nil},
+		"top level wins": {`{"type":"phase_passed","input_tokens":10,"usage":{"input_tokens":99}}`, &Usage{InputTokens: 10}},
+		"fraction":       {`{"type":"x","input_tokens":1.5}`, nil},
+		"huge":           {`{"type":"x","input_tokens":1e300}`, nil},
+		"nul in model":   {`{"type":"x","input_tokens":3,"model":"bad\u0000name"}`, &Usage{InputTokens: 3}},
+		"long model":     {`{"type":"x","input_tokens":3,"model":"` + strings.Repeat("m", 65) + `"}`, &Usage{InputTokens: 3}},
+		"cost only":      {`{"type":"phase_passed","cost_usd":0.1}`, nil},
+		"word in text":   {`{"type":"x","note":"no tokens here, tokens_in"}`, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ev, err := ParseEvent([]byte(c.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(ev.Usage, c.want) {
+				t.Fatalf("Usage = %+v, want %+v", ev.Usage, c.want)
+			}
+		})
+	}
+}
+
+// Whatever a line holds, a usage read from it has counts in range and a
+// printable model name of bounded length.
+func FuzzParseEventUsage(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"phase_passed","input_tokens":1200,"output_tokens":340,"model":"sonnet"}`,
+		`{"type":"x","usage":{"tokens_in":5,"tokens_out":6,"model":"m"}}`,
+		`{"type":"x","token_usage":{"input_tokens":9223372036854775807}}`,
+		`{"type":"x","input_tokens":1,"input_tokens":2}`,
+		`{"type":"x","model":"\u00e9","tokens_out":0}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ev, err := ParseEvent(line)
+		if err != nil || ev.Usage == nil {
+			return
+		}
+		u := ev.Usage
+		if u.InputTokens < 0 || u.OutputTokens < 0 || u.InputTokens > MaxTokens || u.OutputTokens > MaxTokens {
+			t.Fatalf("counts out of range: %+v", u)
+		}
+		if len(u.Model) > maxModelLen || !utf8.ValidString(u.Model) || strings.IndexFunc(u.Model, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+			t.Fatalf("model %q", u.Model)
 		}
 	})
 }

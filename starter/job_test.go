@@ -28,7 +28,7 @@ func TestJobCommandLine(t *testing.T) {
 // starts with the verdict's line.
 func TestWriteJob(t *testing.T) {
 	tl := jobview.NewTally(jobview.Seed{PhaseIDs: []string{"implement"}})
-	tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "implement", Attempt: 1}, nil)
+	tl.Observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "implement", Attempt: 1})
 	start := time.Date(2026, 2, 28, 3, 0, 0, 0, time.UTC)
 	j := jobview.BuildJob(jobview.JobInput{ID: "T5", SpecID: "disp_001", PlanID: "karvi-t5-020d01", MaxAttempts: 3,
 		CreatedAt: start, UpdatedAt: start.Add(time.Second),

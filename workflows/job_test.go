@@ -22,7 +22,7 @@ func fakeTally(req activities.DeliverRequest, evs []mapping.Event) *jobview.Tall
 		t = jobview.NewTally(jobview.Seed{PhaseIDs: req.Plan.Summary.PhaseIDs, Worktree: req.Plan.Cwd})
 	}
 	for _, ev := range evs {
-		t.Observe(ev, nil)
+		t.Observe(ev)
 	}
 	return t
 }
