@@ -140,57 +140,12 @@ func FromConductor(ev mapping.Event, ctx Context) (Event, []Warning) {
 	}
 
 	var payload any
-	switch ev.Type {
-	case mapping.EventPlanStart:
-		out.State, out.Type = StateRunning, TypeStateChange
-		payload = stateChange{From: StateIdle, To: StateRunning, Trigger: ev.Type,
-			PlanName: ev.PlanName, PhaseCount: ev.PhaseCount}
-	case mapping.EventPhaseStart:
-		out.State = StateRunning
-		if ev.Attempt > 1 {
-			// Another attempt after a failure: the fix half of a
-			// verify-fix loop.
-			out.Type = TypeFix
-			payload = fix{Target: ev.PhaseID, Strategy: retryStrategy(ev.Attempt, maxAttempts(ctx, ev.PhaseID)), Attempt: ev.Attempt}
-		} else {
-			out.Type = TypeStateChange
-			payload = stateChange{From: StateIdle, To: StateRunning, Trigger: ev.Type, Attempt: ev.Attempt}
-		}
-	case mapping.EventPhasePassed:
-		out.State, out.Type = StateDone, TypeTaskDone
-		payload = taskDone{Result: "success", Summary: fmt.Sprintf("phase %s passed", ev.PhaseID), Attempt: ev.Attempt}
-	case mapping.EventPhaseFailed:
-		max := maxAttempts(ctx, ev.PhaseID)
-		switch {
-		case max > 0 && ev.Attempt >= max:
-			out.State, out.Type = StateFailed, TypeError
-			payload = errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "max_retry_exceeded"),
-				Message: firstNonEmpty(ev.Error, ev.Reason, "phase failed"), Attempt: ev.Attempt}
-		case checkFailure(ev):
-			out.State, out.Type = StateRunning, TypeVerify
-			payload = verify{Result: "fail", Reason: firstNonEmpty(ev.Error, ev.Reason), Attempt: ev.Attempt}
-		default:
-			out.State, out.Type = StateError, TypeError
-			payload = errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "phase_failed"),
-				Message: firstNonEmpty(ev.Error, ev.Reason, "phase failed"), Attempt: ev.Attempt}
-		}
-	case mapping.EventPhaseSkipped:
-		// Never started: idle to cancelled is the one way out of idle that
-		// is not work.
-		out.State, out.Type = StateCancelled, TypeTaskDone
-		payload = taskDone{Result: "cancelled", Summary: firstNonEmpty(ev.Reason, "phase skipped")}
-	case mapping.EventPlanCompleted:
-		out.State, out.Type = StateDone, TypeTaskDone
-		payload = taskDone{Result: "success", Summary: fmt.Sprintf("%d phases passed", ev.PhasesPassed)}
-	case mapping.EventPlanAborted:
-		out.State, out.Type = StateFailed, TypeError
-		payload = errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "plan_aborted"),
-			Message:      firstNonEmpty(ev.Reason, ev.Error, "plan aborted"),
-			PhasesPassed: ev.PhasesPassed, PhasesPending: ev.PhasesPending}
-	default:
+	if project := conductorProjections[ev.Type]; project != nil {
+		payload = project(ev, ctx, &out)
+	} else {
 		// A type this version does not know: passed on as a message from
-		// an agent assumed still at work, so a reader sees it and no
-		// state is invented.
+		// an agent assumed still at work, so a reader sees it and no state
+		// is invented.
 		out.State, out.Type = StateRunning, TypeMessage
 		payload = message{Message: firstNonEmpty(ev.Error, ev.Reason, ev.Type), SourceType: ev.Type}
 	}
@@ -198,6 +153,67 @@ func FromConductor(ev mapping.Event, ctx Context) (Event, []Warning) {
 	out.Payload, _ = json.Marshal(payload)
 	out.Metrics = metrics(ev)
 	return out, warns
+}
+
+// conductorProjections says how each of mapping.EventTypes becomes a
+// canonical event: each sets out's state and type and returns the payload.
+var conductorProjections = map[string]func(ev mapping.Event, ctx Context, out *Event) any{
+	mapping.EventPlanStart: func(ev mapping.Event, _ Context, out *Event) any {
+		out.State, out.Type = StateRunning, TypeStateChange
+		return stateChange{From: StateIdle, To: StateRunning, Trigger: ev.Type, PlanName: ev.PlanName, PhaseCount: ev.PhaseCount}
+	},
+	mapping.EventPhaseStart: func(ev mapping.Event, ctx Context, out *Event) any {
+		out.State = StateRunning
+		if ev.Attempt > 1 {
+			// Another attempt after a failure: the fix half of a
+			// verify-fix loop.
+			out.Type = TypeFix
+			return fix{Target: ev.PhaseID, Strategy: retryStrategy(ev.Attempt, maxAttempts(ctx, ev.PhaseID)), Attempt: ev.Attempt}
+		}
+		out.Type = TypeStateChange
+		return stateChange{From: StateIdle, To: StateRunning, Trigger: ev.Type, Attempt: ev.Attempt}
+	},
+	mapping.EventPhasePassed: func(ev mapping.Event, _ Context, out *Event) any {
+		out.State, out.Type = StateDone, TypeTaskDone
+		return taskDone{Result: "success", Summary: fmt.Sprintf("phase %s passed", ev.PhaseID), Attempt: ev.Attempt}
+	},
+	mapping.EventPhaseFailed: phaseFailed,
+	mapping.EventPhaseSkipped: func(ev mapping.Event, _ Context, out *Event) any {
+		// Never started: idle to cancelled is the one way out of idle
+		// that is not work.
+		out.State, out.Type = StateCancelled, TypeTaskDone
+		return taskDone{Result: "cancelled", Summary: firstNonEmpty(ev.Reason, "phase skipped")}
+	},
+	mapping.EventPlanCompleted: func(ev mapping.Event, _ Context, out *Event) any {
+		out.State, out.Type = StateDone, TypeTaskDone
+		return taskDone{Result: "success", Summary: fmt.Sprintf("%d phases passed", ev.PhasesPassed)}
+	},
+	mapping.EventPlanAborted: func(ev mapping.Event, _ Context, out *Event) any {
+		out.State, out.Type = StateFailed, TypeError
+		return errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "plan_aborted"),
+			Message:      firstNonEmpty(ev.Reason, ev.Error, "plan aborted"),
+			PhasesPassed: ev.PhasesPassed, PhasesPending: ev.PhasesPending}
+	},
+}
+
+// phaseFailed: the failure that uses up the phase's last attempt is state
+// failed; a failed check with attempts left is a verify that failed; any
+// other failure with attempts left is state error.
+func phaseFailed(ev mapping.Event, ctx Context, out *Event) any {
+	max := maxAttempts(ctx, ev.PhaseID)
+	switch {
+	case max > 0 && ev.Attempt >= max:
+		out.State, out.Type = StateFailed, TypeError
+		return errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "max_retry_exceeded"),
+			Message: firstNonEmpty(ev.Error, ev.Reason, "phase failed"), Attempt: ev.Attempt}
+	case checkFailure(ev):
+		out.State, out.Type = StateRunning, TypeVerify
+		return verify{Result: "fail", Reason: firstNonEmpty(ev.Error, ev.Reason), Attempt: ev.Attempt}
+	default:
+		out.State, out.Type = StateError, TypeError
+		return errorPayload{ErrorType: firstNonEmpty(ev.ErrorType, "phase_failed"),
+			Message: firstNonEmpty(ev.Error, ev.Reason, "phase failed"), Attempt: ev.Attempt}
+	}
 }
 
 // Payloads, one per type, with the conductor's attempt as an extra member.

@@ -290,45 +290,8 @@ func (t *Tally) Observe(ev mapping.Event) bool {
 	if ev.PhaseID != "" {
 		ph = t.phase(ev.PhaseID)
 	}
-	switch ev.Type {
-	case mapping.EventPhaseStart:
-		t.Current, t.Verifying = ev.PhaseID, false
-		if ph != nil {
-			ph.start(ev.Attempt)
-		}
-	case mapping.EventPhasePassed, mapping.EventPhaseFailed:
-		if ev.PhaseID == t.Current {
-			t.Verifying = false
-		}
-		if ph == nil {
-			break
-		}
-		status := TryPassed
-		if ev.Type == mapping.EventPhaseFailed {
-			status = TryFailed
-		}
-		tr := ph.finish(ev.Attempt, status)
-		d := max(ev.DurationMS, 0)
-		tr.DurationMS = d
-		ph.DurationMS = min(ph.DurationMS+d, math.MaxInt64/2)
-		if status == TryFailed {
-			tr.Error = clip(ev.Error, MaxOutputBytes)
-			tr.CheckFailed = isCheckFailure(ev)
-			t.log(fmt.Sprintf("%s try %d failed: %s", ph.ID, tr.N, oneLine(ev.Error)))
-		}
-		ph.adopt(tr)
-	case mapping.EventPhaseSkipped:
-		if ph != nil {
-			ph.Skipped, ph.SkipReason = true, clip(ev.Reason, MaxOutputBytes)
-		}
-		t.log(strings.TrimSuffix(fmt.Sprintf("%s skipped: %s", ev.PhaseID, oneLine(ev.Reason)), ": "))
-	case mapping.EventPlanCompleted:
-		t.Completed = true
-		if c := ev.TotalCostUSD; c != nil && *c >= 0 {
-			t.raisePlanCost(*c)
-		}
-	case mapping.EventPlanAborted:
-		t.log("plan aborted")
+	if observe := tallyObservers[ev.Type]; observe != nil {
+		observe(t, ev, ph)
 	}
 	u := ev.Usage
 	model := ""
@@ -354,6 +317,63 @@ func (t *Tally) Observe(ev mapping.Event) bool {
 		}
 	}
 	return true
+}
+
+// tallyObservers says how the tally takes each of mapping.EventTypes
+// beyond what every event gives it (its time, cost and tokens); nil: no
+// more than that. ph is the event's phase, nil when it names none.
+var tallyObservers = map[string]func(t *Tally, ev mapping.Event, ph *PhaseTally){
+	mapping.EventPlanStart:     nil, // the plan's phases come from plan.yaml
+	mapping.EventPhaseStart:    observePhaseStart,
+	mapping.EventPhasePassed:   observePhaseEnd,
+	mapping.EventPhaseFailed:   observePhaseEnd,
+	mapping.EventPhaseSkipped:  observePhaseSkipped,
+	mapping.EventPlanCompleted: observePlanCompleted,
+	mapping.EventPlanAborted:   func(t *Tally, _ mapping.Event, _ *PhaseTally) { t.log("plan aborted") },
+}
+
+func observePhaseStart(t *Tally, ev mapping.Event, ph *PhaseTally) {
+	t.Current, t.Verifying = ev.PhaseID, false
+	if ph != nil {
+		ph.start(ev.Attempt)
+	}
+}
+
+func observePhaseEnd(t *Tally, ev mapping.Event, ph *PhaseTally) {
+	if ev.PhaseID == t.Current {
+		t.Verifying = false
+	}
+	if ph == nil {
+		return
+	}
+	status := TryPassed
+	if ev.Type == mapping.EventPhaseFailed {
+		status = TryFailed
+	}
+	tr := ph.finish(ev.Attempt, status)
+	d := max(ev.DurationMS, 0)
+	tr.DurationMS = d
+	ph.DurationMS = min(ph.DurationMS+d, math.MaxInt64/2)
+	if status == TryFailed {
+		tr.Error = clip(ev.Error, MaxOutputBytes)
+		tr.CheckFailed = isCheckFailure(ev)
+		t.log(fmt.Sprintf("%s try %d failed: %s", ph.ID, tr.N, oneLine(ev.Error)))
+	}
+	ph.adopt(tr)
+}
+
+func observePhaseSkipped(t *Tally, ev mapping.Event, ph *PhaseTally) {
+	if ph != nil {
+		ph.Skipped, ph.SkipReason = true, clip(ev.Reason, MaxOutputBytes)
+	}
+	t.log(strings.TrimSuffix(fmt.Sprintf("%s skipped: %s", ev.PhaseID, oneLine(ev.Reason)), ": "))
+}
+
+func observePlanCompleted(t *Tally, ev mapping.Event, _ *PhaseTally) {
+	t.Completed = true
+	if c := ev.TotalCostUSD; c != nil && *c >= 0 {
+		t.raisePlanCost(*c)
+	}
 }
 
 // ObserveState notes what a state.json snapshot says: the check results

@@ -216,7 +216,8 @@ func (s *BriefState) Reduce(ev Event) (Change, bool) {
 	if s.HasApplied && !s.Applied.Less(ev.Pos) {
 		return Change{}, false
 	}
-	if ev.Type == EventPlanAborted {
+	reduce, declared := briefReducers[ev.Type]
+	if declared && reduce == nil {
 		return Change{}, false
 	}
 	s.ensure()
@@ -224,126 +225,11 @@ func (s *BriefState) Reduce(ev Event) (Change, bool) {
 	phase, known := s.Brief.Phases[ev.PhaseID]
 	known = known && ev.PhaseID != ""
 	var pf PhaseFields
-	switch {
-	case ev.Type == EventPlanStart:
-		// The name we generated wins: the document's events say "karvi-T5"
-		// where the real conductor runs our kebab-case name. The event's
-		// name only fills a state that has none.
-		if s.Brief.Plan.Name == "" {
-			s.Brief.Plan.Name = ev.PlanName
-		}
-		if ev.PhaseCount > 0 {
-			s.Brief.Plan.TotalPhases = ev.PhaseCount
-		}
-		c.Fields |= ChangedPlan | ChangedCompletedPhases
-		s.appendLog(ev, plural(s.Brief.Plan.TotalPhases, "phase"))
-
-	case ev.Type == EventPhaseStart && known:
-		phase.Status = PhaseRunning
-		pf = ChangedStatus
-		if ev.Attempt > 0 {
-			phase.Attempts = ev.Attempt
-			pf |= ChangedAttempts
-		}
-		if ev.TS != "" {
-			phase.StartedAt = ev.TS
-			pf |= ChangedStartedAt
-		}
-		s.Brief.CurrentPhase = ev.PhaseID
-		c.Fields |= ChangedCurrentPhase
-		detail := ev.PhaseID
-		if ev.Attempt > 1 {
-			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
-		}
-		s.appendLog(ev, detail)
-
-	case ev.Type == EventPhasePassed && known:
-		phase.Status = PhasePassed
-		pf = ChangedStatus | ChangedDuration
-		if ev.Attempt > 0 {
-			phase.Attempts = ev.Attempt
-			pf |= ChangedAttempts
-		}
-		d := ev.DurationMS
-		phase.DurationMS = &d
-		if ev.CostUSD != nil {
-			// The phase's failed attempts may already count (ApplySpend):
-			// the passing attempt's own cost never lowers the phase's.
-			cost := max(*ev.CostUSD, s.Brief.Cost.ByPhase[ev.PhaseID])
-			phase.CostUSD = &cost
-			s.Brief.Cost.ByPhase[ev.PhaseID] = cost
-			pf |= ChangedCost | ChangedPhaseCost
-		}
-		if ev.TS != "" {
-			phase.CompletedAt = ev.TS
-			pf |= ChangedCompletedAt
-		}
-		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
-			s.LastFailure = nil
-		}
-		c.Fields |= ChangedCompletedPhases
-		detail := fmt.Sprintf("%s (%ds", ev.PhaseID, int64(math.Round(float64(ev.DurationMS)/1000)))
-		if ev.CostUSD != nil {
-			detail += fmt.Sprintf(", $%.2f", *ev.CostUSD)
-		}
-		s.appendLog(ev, detail+")")
-
-	case ev.Type == EventPhaseFailed && known:
-		phase.Status = PhaseFailed
-		pf = ChangedStatus
-		if ev.Attempt > 0 {
-			phase.Attempts = ev.Attempt
-			pf |= ChangedAttempts
-		}
-		if msg := StripErrorPrefix(ev.Error); msg != "" {
-			phase.Error = msg
-			pf |= ChangedError
-		}
-		s.LastFailure = &Failure{PhaseID: ev.PhaseID, Attempt: ev.Attempt, Error: ev.Error, ErrorType: errorTypeOf(ev)}
-		detail := ev.PhaseID
-		if ev.Attempt > 0 {
-			detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
-		}
-		if ev.Error != "" {
-			detail += ": " + ev.Error
-		}
-		s.appendLog(ev, detail)
-
-	case ev.Type == EventPhaseSkipped && known:
-		phase.Status = PhaseSkipped
-		pf = ChangedStatus
-		if ev.Reason != "" {
-			phase.Reason = ev.Reason
-			pf |= ChangedReason
-		}
-		if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
-			s.LastFailure = nil
-		}
-		c.Fields |= ChangedCompletedPhases
-		detail := ev.PhaseID
-		if ev.Reason != "" {
-			detail += ": " + ev.Reason
-		}
-		s.appendLog(ev, detail)
-
-	case ev.Type == EventPlanCompleted:
-		var total float64
-		if ev.TotalCostUSD != nil {
-			total = *ev.TotalCostUSD
-		} else {
-			for _, id := range s.PhaseOrder {
-				total += s.Brief.Cost.ByPhase[id]
-			}
-			total = roundCents(total)
-		}
-		if prev := s.Brief.Cost.TotalUSD; prev != nil && *prev > total {
-			total = *prev // state.json said more at a checkpoint
-		}
-		s.Brief.Cost.TotalUSD = &total
-		c.Fields |= ChangedTotalCost
-		s.appendLog(ev, fmt.Sprintf("%s passed, $%.2f", plural(ev.PhasesPassed, "phase"), total))
-
-	default:
+	applied := false
+	if reduce != nil {
+		pf, applied = reduce(s, ev, &c, &phase, known)
+	}
+	if !applied {
 		// Unknown types (gate_entered, ...) and phase events for phases the
 		// plan does not have only leave a trace in the log.
 		s.appendLog(ev, otherDetail(ev))
@@ -356,6 +242,167 @@ func (s *BriefState) Reduce(ev Event) (Change, bool) {
 	s.Applied = ev.Pos
 	s.HasApplied = true
 	return c, true
+}
+
+// briefReducer folds one event of its type into the brief, writing the
+// event's phase (its current value in phase; known says the plan has it)
+// and the top-level parts it changes in c. It returns the phase's fields it
+// changed, and false when the event does not apply, which leaves only a
+// trace in the log.
+type briefReducer func(s *BriefState, ev Event, c *Change, phase *BriefPhase, known bool) (PhaseFields, bool)
+
+// briefReducers says how the brief takes each of EventTypes; nil: the
+// event changes nothing in the brief.
+var briefReducers = map[string]briefReducer{
+	EventPlanStart:     reducePlanStart,
+	EventPhaseStart:    reducePhaseStart,
+	EventPhasePassed:   reducePhasePassed,
+	EventPhaseFailed:   reducePhaseFailed,
+	EventPhaseSkipped:  reducePhaseSkipped,
+	EventPlanCompleted: reducePlanCompleted,
+	EventPlanAborted:   nil, // the task status changes instead
+}
+
+func reducePlanStart(s *BriefState, ev Event, c *Change, _ *BriefPhase, _ bool) (PhaseFields, bool) {
+	// The name we generated wins: the document's events say "karvi-T5"
+	// where the real conductor runs our kebab-case name. The event's name
+	// only fills a state that has none.
+	if s.Brief.Plan.Name == "" {
+		s.Brief.Plan.Name = ev.PlanName
+	}
+	if ev.PhaseCount > 0 {
+		s.Brief.Plan.TotalPhases = ev.PhaseCount
+	}
+	c.Fields |= ChangedPlan | ChangedCompletedPhases
+	s.appendLog(ev, plural(s.Brief.Plan.TotalPhases, "phase"))
+	return 0, true
+}
+
+func reducePhaseStart(s *BriefState, ev Event, c *Change, phase *BriefPhase, known bool) (PhaseFields, bool) {
+	if !known {
+		return 0, false
+	}
+	phase.Status = PhaseRunning
+	pf := ChangedStatus
+	if ev.Attempt > 0 {
+		phase.Attempts = ev.Attempt
+		pf |= ChangedAttempts
+	}
+	if ev.TS != "" {
+		phase.StartedAt = ev.TS
+		pf |= ChangedStartedAt
+	}
+	s.Brief.CurrentPhase = ev.PhaseID
+	c.Fields |= ChangedCurrentPhase
+	detail := ev.PhaseID
+	if ev.Attempt > 1 {
+		detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
+	}
+	s.appendLog(ev, detail)
+	return pf, true
+}
+
+func reducePhasePassed(s *BriefState, ev Event, c *Change, phase *BriefPhase, known bool) (PhaseFields, bool) {
+	if !known {
+		return 0, false
+	}
+	phase.Status = PhasePassed
+	pf := ChangedStatus | ChangedDuration
+	if ev.Attempt > 0 {
+		phase.Attempts = ev.Attempt
+		pf |= ChangedAttempts
+	}
+	d := ev.DurationMS
+	phase.DurationMS = &d
+	if ev.CostUSD != nil {
+		// The phase's failed attempts may already count (ApplySpend): the
+		// passing attempt's own cost never lowers the phase's.
+		cost := max(*ev.CostUSD, s.Brief.Cost.ByPhase[ev.PhaseID])
+		phase.CostUSD = &cost
+		s.Brief.Cost.ByPhase[ev.PhaseID] = cost
+		pf |= ChangedCost | ChangedPhaseCost
+	}
+	if ev.TS != "" {
+		phase.CompletedAt = ev.TS
+		pf |= ChangedCompletedAt
+	}
+	if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
+		s.LastFailure = nil
+	}
+	c.Fields |= ChangedCompletedPhases
+	detail := fmt.Sprintf("%s (%ds", ev.PhaseID, int64(math.Round(float64(ev.DurationMS)/1000)))
+	if ev.CostUSD != nil {
+		detail += fmt.Sprintf(", $%.2f", *ev.CostUSD)
+	}
+	s.appendLog(ev, detail+")")
+	return pf, true
+}
+
+func reducePhaseFailed(s *BriefState, ev Event, _ *Change, phase *BriefPhase, known bool) (PhaseFields, bool) {
+	if !known {
+		return 0, false
+	}
+	phase.Status = PhaseFailed
+	pf := ChangedStatus
+	if ev.Attempt > 0 {
+		phase.Attempts = ev.Attempt
+		pf |= ChangedAttempts
+	}
+	if msg := StripErrorPrefix(ev.Error); msg != "" {
+		phase.Error = msg
+		pf |= ChangedError
+	}
+	s.LastFailure = &Failure{PhaseID: ev.PhaseID, Attempt: ev.Attempt, Error: ev.Error, ErrorType: errorTypeOf(ev)}
+	detail := ev.PhaseID
+	if ev.Attempt > 0 {
+		detail = fmt.Sprintf("%s (attempt %d)", ev.PhaseID, ev.Attempt)
+	}
+	if ev.Error != "" {
+		detail += ": " + ev.Error
+	}
+	s.appendLog(ev, detail)
+	return pf, true
+}
+
+func reducePhaseSkipped(s *BriefState, ev Event, c *Change, phase *BriefPhase, known bool) (PhaseFields, bool) {
+	if !known {
+		return 0, false
+	}
+	phase.Status = PhaseSkipped
+	pf := ChangedStatus
+	if ev.Reason != "" {
+		phase.Reason = ev.Reason
+		pf |= ChangedReason
+	}
+	if s.LastFailure != nil && s.LastFailure.PhaseID == ev.PhaseID {
+		s.LastFailure = nil
+	}
+	c.Fields |= ChangedCompletedPhases
+	detail := ev.PhaseID
+	if ev.Reason != "" {
+		detail += ": " + ev.Reason
+	}
+	s.appendLog(ev, detail)
+	return pf, true
+}
+
+func reducePlanCompleted(s *BriefState, ev Event, c *Change, _ *BriefPhase, _ bool) (PhaseFields, bool) {
+	var total float64
+	if ev.TotalCostUSD != nil {
+		total = *ev.TotalCostUSD
+	} else {
+		for _, id := range s.PhaseOrder {
+			total += s.Brief.Cost.ByPhase[id]
+		}
+		total = roundCents(total)
+	}
+	if prev := s.Brief.Cost.TotalUSD; prev != nil && *prev > total {
+		total = *prev // state.json said more at a checkpoint
+	}
+	s.Brief.Cost.TotalUSD = &total
+	c.Fields |= ChangedTotalCost
+	s.appendLog(ev, fmt.Sprintf("%s passed, $%.2f", plural(ev.PhasesPassed, "phase"), total))
+	return 0, true
 }
 
 // ensure repairs a state that did not come from NewBriefState (a zero value

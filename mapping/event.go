@@ -24,6 +24,31 @@ const (
 	EventPlanAborted   = "plan_aborted"
 )
 
+// EventTypes are the event types this runtime knows. Each projection of an
+// event (the brief, the job tally, the outcome, the canonical stream) says
+// in a table of its own how it takes every one of them, and a test of each
+// fails while a type here has no entry there: adding a type is adding it
+// here, then answering each of those tests. A type not listed is still
+// read, and each projection takes it in its general way (a trace in the
+// log, a message in the stream).
+var EventTypes = []string{EventPlanStart, EventPhaseStart, EventPhasePassed, EventPhaseFailed,
+	EventPhaseSkipped, EventPlanCompleted, EventPlanAborted}
+
+// MissingEventTypes are the types of EventTypes (or of types, when given)
+// for which handles is false: what a projection's table test reports.
+func MissingEventTypes(handles func(typ string) bool, types ...string) []string {
+	if len(types) == 0 {
+		types = EventTypes
+	}
+	var out []string
+	for _, t := range types {
+		if !handles(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // MaxTextBytes bounds each free-text field of an event (an error can carry a
 // command's whole output); longer text is cut at a rune boundary and marked,
 // which keeps workflow history and brief patches bounded.

@@ -280,21 +280,35 @@ func PhaseFailedOutcome(ps PlanStatus, phaseID string, attempts int, errType, me
 // abort` writes no event), so when the brief shows the failed phase the
 // outcome names it; otherwise it is a user abort.
 func OutcomeFromEvent(ev Event, st BriefState) (Outcome, bool) {
-	switch ev.Type {
-	case EventPlanCompleted:
-		return CompletedOutcome(), true
-	case EventPlanAborted:
-		if f := st.LastFailure; f != nil && st.Brief.Phases[f.PhaseID].Status == PhaseFailed {
-			o := PhaseFailedOutcome(PlanAborted, f.PhaseID, f.Attempt, f.ErrorType, f.Error)
-			if f.ErrorType != ErrUserAbort {
-				o.LastError = "Plan aborted: " + o.LastError
-				o.BlockerReason = "Plan aborted: " + o.BlockerReason
-			}
-			return o, true
-		}
-		return AbortedOutcome(), true
+	if decide := outcomeDeciders[ev.Type]; decide != nil {
+		return decide(ev, st), true
 	}
 	return Outcome{}, false
+}
+
+// outcomeDeciders says which of EventTypes decide the attempt's outcome on
+// their own; nil: the event decides nothing (the conductor goes on, or its
+// exit and state.json will say).
+var outcomeDeciders = map[string]func(Event, BriefState) Outcome{
+	EventPlanStart:     nil,
+	EventPhaseStart:    nil,
+	EventPhasePassed:   nil,
+	EventPhaseFailed:   nil, // a retry may follow; state.json says when none does
+	EventPhaseSkipped:  nil,
+	EventPlanCompleted: func(Event, BriefState) Outcome { return CompletedOutcome() },
+	EventPlanAborted:   abortedOutcome,
+}
+
+func abortedOutcome(_ Event, st BriefState) Outcome {
+	if f := st.LastFailure; f != nil && st.Brief.Phases[f.PhaseID].Status == PhaseFailed {
+		o := PhaseFailedOutcome(PlanAborted, f.PhaseID, f.Attempt, f.ErrorType, f.Error)
+		if f.ErrorType != ErrUserAbort {
+			o.LastError = "Plan aborted: " + o.LastError
+			o.BlockerReason = "Plan aborted: " + o.BlockerReason
+		}
+		return o
+	}
+	return AbortedOutcome()
 }
 
 // OutcomeFromState decides the outcome from state.json once the conductor

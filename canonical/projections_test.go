@@ -1,0 +1,27 @@
+package canonical
+
+import (
+	"slices"
+	"testing"
+
+	"karvi-edda-temporal/mapping"
+)
+
+// Every event type the runtime knows has an entry in the canonical
+// mapping's table, and the table has none for a type it does not know: a
+// type added to mapping.EventTypes fails here until the stream says how it
+// shows it (a type with no entry would reach readers as a bare message).
+func TestEveryEventTypeHasACanonicalProjection(t *testing.T) {
+	declared := func(typ string) bool { return conductorProjections[typ] != nil }
+	if missing := mapping.MissingEventTypes(declared); len(missing) > 0 {
+		t.Errorf("no projection for %v", missing)
+	}
+	if got := mapping.MissingEventTypes(declared, append(mapping.EventTypes, "phase_paused")...); !slices.Equal(got, []string{"phase_paused"}) {
+		t.Errorf("a type without an entry reads as missing %v", got)
+	}
+	for typ := range conductorProjections {
+		if !slices.Contains(mapping.EventTypes, typ) {
+			t.Errorf("entry for %q, which is not in mapping.EventTypes", typ)
+		}
+	}
+}
