@@ -216,3 +216,35 @@ func TestSlotTimeoutEndsTheTaskBlocked(t *testing.T) {
 	require.NoError(t, r.Signal("sl-to-a", workflows.SignalAbort, workflows.AbortSignal{Reason: "test over"}))
 	r.WaitPool(pool, "a's slot released", func(v slotapi.View) bool { return len(v.Holders) == 0 })
 }
+
+// A pool serves its line by turns across runs: a run of one task that
+// starts while a run of six fills the pool's one slot and its line gets
+// the next slot freed, not the one after the big run's last task.
+func TestSlotPoolServesASmallRunBehindABigOne(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=300ms cost=0.01"})
+	pool := r.PoolName("fair")
+	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
+
+	big, _ := r.StartRun(runapi.RunInput{Run: slotRun("slots-fair-big", "fb", 6), Pool: pool})
+	r.WaitPool(pool, "the big run holding the slot with five in line", func(v slotapi.View) bool {
+		return len(v.Holders) == 1 && len(v.Waiters) == 5
+	})
+	small, _ := r.StartRun(runapi.RunInput{Run: slotRun("slots-fair-small", "fs", 1), Pool: pool})
+	v := r.WaitPool(pool, "the small run's task in line", func(v slotapi.View) bool {
+		return slices.ContainsFunc(v.Waiters, func(w slotapi.WaiterView) bool { return w.Task == "fs-00" }) ||
+			slices.Contains(holders(v), "fs-00")
+	})
+	if len(v.Waiters) > 0 && v.Waiters[0].Task != "fs-00" && !slices.Contains(holders(v), "fs-00") {
+		t.Fatalf("the small run's task is not next in line: %+v", v.Waiters)
+	}
+	v = r.WaitPool(pool, "the small run's task holding the slot", func(v slotapi.View) bool {
+		return slices.Contains(holders(v), "fs-00")
+	})
+	require.Equal(t, 2, v.Stats.Granted, "the small run's task got the second slot the pool granted")
+
+	for _, run := range []client.WorkflowRun{big, small} {
+		require.Equal(t, runstatus.RunComplete, r.RunResult(run, 3*time.Minute).Status)
+	}
+	r.AssertNoOrphans()
+}

@@ -5,8 +5,10 @@
 // A Pool is a reducer. Acquire asks for a slot for one attempt of one task
 // (its Key) and answers at once: granted, queued (with the waiter's place
 // in line), or refused with a Reason. Release gives a slot back, or gives up
-// waiting for one. A released slot goes to the first waiter at once, so
-// slots are granted in the order they were asked for. SetLimits changes the
+// waiting for one. A released slot goes to the next waiter in line at
+// once: in order of arrival, or, in a fair pool, by turns across runs (the
+// tasks outside any run are one more party; line.go says how turns go), so
+// a small run is not held behind every task of a big one. SetLimits changes the
 // pool's limits while it is in use: raising max_concurrent grants waiters
 // at once, lowering it lets the holders finish and grants nothing until
 // they are under the new limit. ExpireWaiters refuses the waiters whose
@@ -26,6 +28,6 @@
 //
 // The package is pure: no I/O, no Temporal, no clock. Every time is passed
 // in, and every list is kept in a fixed order (holders by grant, waiters by
-// arrival), so a workflow can keep a Pool as its state and replay to the
-// same decisions.
+// arrival; a fair line's turns are counted, not timed), so a workflow can
+// keep a Pool as its state and replay to the same decisions.
 package slots

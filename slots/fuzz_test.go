@@ -21,6 +21,7 @@ func FuzzPool(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := New(Limits{MaxConcurrent: 2})
 		p.Lease = 5 * time.Minute
+		p.Fair = len(data)%2 == 1
 		released := map[Key]bool{}
 		now := t0
 		for i := 0; i+1 < len(data); i += 2 {
@@ -91,16 +92,17 @@ func FuzzPool(f *testing.F) {
 	})
 }
 
+// waitOrder is each waiter's place in the line the pool predicts.
 func waitOrder(p *Pool) map[Key]int {
 	m := map[Key]int{}
-	for i, w := range p.Waiters {
+	for i, w := range p.Line() {
 		m[w.Key] = i
 	}
 	return m
 }
 
-// checkNotices: grants go to waiters in the order they waited, and never to
-// a released key.
+// checkNotices: grants go to waiters in the order the line said (arrival
+// order, or turns in a fair line), and never to a released key.
 func checkNotices(t *testing.T, step int, ns []Notice, order map[Key]int, released map[Key]bool) {
 	t.Helper()
 	last := -1
@@ -114,7 +116,7 @@ func checkNotices(t *testing.T, step int, ns []Notice, order map[Key]int, releas
 				t.Fatalf("step %d: released key %s granted", step, n.Key)
 			}
 			if pos < last {
-				t.Fatalf("step %d: %s granted out of arrival order", step, n.Key)
+				t.Fatalf("step %d: %s granted out of line order", step, n.Key)
 			}
 			last = pos
 		}

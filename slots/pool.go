@@ -242,6 +242,15 @@ type Pool struct {
 	Runs    []RunCount    `json:"runs,omitempty"`
 	Settled []Settled     `json:"settled,omitempty"`
 	Stats   Stats         `json:"stats"`
+	// Fair serves the line round robin across parties (each run, and the
+	// tasks outside any run as one more) rather than in order of arrival.
+	// A pool kept before fair lines existed serves in order until its
+	// keeper turns this on.
+	Fair bool `json:"fair,omitempty"`
+	// Turns counts the slots a fair line granted; Served says, for each
+	// party waiting or holding, at which of them it was last served.
+	Turns  uint64            `json:"turns,omitempty"`
+	Served map[string]uint64 `json:"served,omitempty"`
 }
 
 // New is an empty pool with these limits.
@@ -256,7 +265,7 @@ func (p *Pool) Acquire(r Request, now time.Time) Answer {
 		return Answer{State: Granted, Since: p.Holders[i].Since}
 	}
 	if i := p.waiter(r.Key); i >= 0 {
-		return Answer{State: Queued, Position: i + 1, Since: p.Waiters[i].Since}
+		return Answer{State: Queued, Position: p.Position(r.Key), Since: p.Waiters[i].Since}
 	}
 	if s, ok := p.settled(r.Key); ok {
 		return s
@@ -279,7 +288,7 @@ func (p *Pool) Acquire(r Request, now time.Time) Answer {
 	}
 	p.Waiters = append(p.Waiters, w)
 	p.Stats.Queued++
-	return Answer{State: Queued, Position: len(p.Waiters), Since: now}
+	return Answer{State: Queued, Position: p.Position(w.Key), Since: now}
 }
 
 // Gone says what Release found.
@@ -390,7 +399,9 @@ func (p *Pool) NextDeadline() time.Time {
 
 // Position is the key's place in line (1 is next), 0 when it is not
 // waiting.
-func (p *Pool) Position(k Key) int { return p.waiter(k) + 1 }
+func (p *Pool) Position(k Key) int {
+	return slices.IndexFunc(p.Line(), func(w Waiter) bool { return w.Key == k }) + 1
+}
 
 // Holds says whether the key holds a slot.
 func (p *Pool) Holds(k Key) bool { return p.holder(k) >= 0 }
@@ -434,13 +445,14 @@ func (p *Pool) Check() error {
 	return nil
 }
 
-// fill grants free slots to the waiters in order, refusing those whose run
-// reached max_total on the way.
+// fill grants free slots to the waiters in line order (Line), refusing
+// those whose run reached max_total on the way.
 func (p *Pool) fill(now time.Time) []Notice {
 	var out []Notice
 	for len(p.Waiters) > 0 && len(p.Holders) < p.Limits.MaxConcurrent {
-		w := p.Waiters[0]
-		p.Waiters = p.Waiters[1:]
+		i := p.next()
+		w := p.Waiters[i]
+		p.Waiters = slices.Delete(p.Waiters, i, i+1)
 		if a, over := p.overTotal(w.Run, w.Key); over {
 			p.settle(w.Key, a)
 			out = append(out, Notice{Key: w.Key, Owner: w.Owner, Answer: a})
@@ -460,6 +472,7 @@ func (p *Pool) grant(k Key, run string, o Owner, now time.Time) Answer {
 		h.LeaseUntil = now.Add(p.Lease)
 	}
 	p.Holders = append(p.Holders, h)
+	p.served(run)
 	p.count(group(run, k), now)
 	p.Stats.Granted++
 	return Answer{State: Granted, Since: now}

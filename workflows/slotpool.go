@@ -42,11 +42,19 @@ func SlotPoolWorkflow(ctx workflow.Context, in slotapi.PoolInput) error {
 	if err != nil {
 		return err
 	}
+	// Pools serve their line by turns across runs; one recorded before
+	// that serves in order of arrival until it continues as new.
+	if workflow.GetVersion(ctx, versionFairPools, workflow.DefaultVersion, 1) == 1 {
+		p.st.Pool.Fair = true
+	}
 	if err := p.setup(); err != nil {
 		return err
 	}
 	return p.loop()
 }
+
+// versionFairPools marks pools whose line is served by turns (slots.Pool.Fair).
+const versionFairPools = "fair-pools"
 
 // poolState is what a pool carries across continue-as-new.
 type poolState struct {

@@ -317,3 +317,32 @@ func TestSlotPoolSetRefusesBadLimits(t *testing.T) {
 	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "p"})
 	require.True(t, w.env.IsWorkflowCompleted())
 }
+
+// The pool serves its line by turns across runs: a run of one task that
+// asks behind a run of five gets the next slot freed, and the pool's view
+// numbers the waiters in the order they will be served.
+func TestSlotPoolServesRunsInTurn(t *testing.T) {
+	w := newPoolWorld(t)
+	ask := func(task, run string) {
+		r := w.request(task, 1)
+		r.Run = run
+		w.acquire(r)
+	}
+	w.at(time.Second, func() {
+		for _, task := range []string{"big1", "big2", "big3", "big4", "big5"} {
+			ask(task, "big")
+		}
+	})
+	w.at(2*time.Second, func() { ask("small1", "small") })
+	w.at(3*time.Second, func() {
+		require.Equal(t, 1, w.answers["small1"].Position, "the small run is served next")
+		require.Equal(t, []string{"1:small1", "2:big2", "3:big3", "4:big4", "5:big5"}, waiterTasks(w.view()))
+		w.release("big1", 1)
+	})
+	w.at(4*time.Second, func() {
+		require.Equal(t, []string{"small1#1 granted"}, w.taken())
+		w.env.CancelWorkflow()
+	})
+	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "agents", Limits: &slots.Limits{MaxConcurrent: 1}})
+	require.True(t, w.env.IsWorkflowCompleted())
+}

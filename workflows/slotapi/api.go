@@ -173,7 +173,7 @@ func NewView(name string, p *slots.Pool) View {
 		v.Holders = append(v.Holders, HolderView{Task: h.Key.Task, Attempt: h.Key.Attempt, Run: h.Run,
 			WorkflowID: h.Owner.WorkflowID, Since: h.Since, LeaseUntil: h.LeaseUntil})
 	}
-	for i, w := range p.Waiters {
+	for i, w := range p.Line() {
 		v.Waiters = append(v.Waiters, WaiterView{Position: i + 1, Task: w.Key.Task, Attempt: w.Key.Attempt, Run: w.Run,
 			WorkflowID: w.Owner.WorkflowID, Since: w.Since, Timeout: w.Timeout, Deadline: w.Deadline})
 	}
