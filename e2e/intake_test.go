@@ -1,0 +1,139 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// intakeRig is a rig whose worker follows its karvi fake's board.
+func intakeRig(t *testing.T) *testrig.Rig {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken,
+		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
+	r.Karvi.SetFeedHeartbeat(time.Second)
+	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
+	return r
+}
+
+// taskIDs are unique on the shared dev server: a task workflow id once
+// used is never started again by the intake.
+func taskIDs(prefix string, n int) []string {
+	stamp := time.Now().UnixNano() % 1_000_000_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%d-%d", prefix, stamp, i+1)
+	}
+	return ids
+}
+
+// postProject creates tasks on the board as a karvi user does: through
+// POST /api/projects, the one route that keeps runtimeHint.
+func postProject(t *testing.T, r *testrig.Rig, title string, tasks ...map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"title": title, "tasks": tasks})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, r.Karvi.URL()+"/api/projects", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+karviToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+}
+
+func eddaTask(id string) map[string]any {
+	return map[string]any{"id": id, "title": "Task " + id, "description": "Add user authentication with JWT. " + testrig.ExampleCosts,
+		"runtimeHint": "edda", "skill": "sequential"}
+}
+
+// waitKarvi waits until every task has the status on the fake board.
+func waitKarvi(t *testing.T, r *testrig.Rig, status string, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var behind []string
+		for _, id := range ids {
+			if tk, ok := r.Karvi.Task(id); !ok || tk.Status != status {
+				behind = append(behind, fmt.Sprintf("%s=%s", id, tk.Status))
+			}
+		}
+		if len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks not %s on karvi: %v", status, behind)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// runsOf counts the workflow runs of a task id, closed ones included.
+func runsOf(t *testing.T, r *testrig.Rig, taskID string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: r.Server.Namespace, Query: fmt.Sprintf("WorkflowId = '%s'", taskapi.WorkflowID(taskID))})
+	require.NoError(t, err)
+	return len(resp.GetExecutions())
+}
+
+func intakeStatus(t *testing.T, r *testrig.Rig) intakeapi.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := r.Client.QueryWorkflow(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", intakeapi.QueryStatus)
+	require.NoError(t, err)
+	var st intakeapi.Status
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+// A task created on the board runs to its end by itself, with no starter
+// call; seen again on later reads, it is not started again.
+func TestIntakeRunsBoardTaskByItself(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("hp", 1)
+	id := ids[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "intake happy path", eddaTask(id))
+	waitKarvi(t, r, "completed", id)
+
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID(id), "").Get(context.Background(), &res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, "sequential", res.Dispatch.Skill)
+	require.Contains(t, res.Dispatch.Message, "Task "+id+"\n\nAdd user authentication")
+
+	// More board writes: the task is seen again, and not started again.
+	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: "other-" + id, Status: "dispatched"}))
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		for _, c := range st.Claims {
+			if c.TaskID == id && c.Phase == "ended" && c.Final == "completed" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond, "the intake sees the workflow end")
+	require.Equal(t, 1, runsOf(t, r, id), "started once")
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Started)
+	require.Empty(t, st.Problem)
+}
