@@ -137,3 +137,68 @@ func TestIntakeRunsBoardTaskByItself(t *testing.T) {
 	require.Equal(t, 1, st.Counts.Started)
 	require.Empty(t, st.Problem)
 }
+
+// The worker SIGKILLed again and again while tasks arrive on the board:
+// every task is started exactly once (one workflow run for its id) and
+// runs to its end; none is missed.
+func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("kill", 12)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+		r.Workspace(id)
+	}
+	for batch := 0; batch < 4; batch++ {
+		var tasks []map[string]any
+		for _, id := range ids[batch*3 : batch*3+3] {
+			tasks = append(tasks, eddaTask(id))
+		}
+		postProject(t, r, fmt.Sprintf("batch %d", batch), tasks...)
+		// Kill at varying moments after the arrival: in the follow, in
+		// the starts, between a start and the workflow's next task.
+		time.Sleep(time.Duration(300+batch*700) * time.Millisecond)
+		require.NoError(t, r.KillWorker())
+		r.StartWorker()
+	}
+	waitKarvi(t, r, "completed", ids...)
+	for _, id := range ids {
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
+	}
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		ended := 0
+		for _, c := range st.Claims {
+			if c.Phase == "ended" {
+				ended++
+			}
+		}
+		return ended == len(ids)
+	}, time.Minute, 500*time.Millisecond, "the intake sees every workflow end")
+}
+
+// karvi down while tasks are dispatched: the intake says so, and claims
+// every task once karvi is back.
+func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("down", 4)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+		r.Workspace(id)
+	}
+	postProject(t, r, "before", eddaTask(ids[0]))
+	waitKarvi(t, r, "completed", ids[0])
+	require.NoError(t, r.Karvi.SetDown(true))
+	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem != "" }, time.Minute, 200*time.Millisecond,
+		"the intake says karvi cannot be read")
+	for _, id := range ids[1:] {
+		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
+			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
+	}
+	time.Sleep(3 * time.Second)
+	require.NoError(t, r.Karvi.SetDown(false))
+	waitKarvi(t, r, "completed", ids...)
+	for _, id := range ids {
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
+	}
+	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem == "" }, time.Minute, 200*time.Millisecond)
+}
