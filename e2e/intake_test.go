@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows/intakeapi"
@@ -122,7 +124,8 @@ func TestIntakeRunsBoardTaskByItself(t *testing.T) {
 	require.Contains(t, res.Dispatch.Message, "Task "+id+"\n\nAdd user authentication")
 
 	// More board writes: the task is seen again, and not started again.
-	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: "other-" + id, Status: "dispatched"}))
+	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: "other-" + id, Title: "not ours", Status: "cancelled",
+		Fields: map[string]any{"runtimeHint": "openclaw"}}))
 	require.Eventually(t, func() bool {
 		st := intakeStatus(t, r)
 		for _, c := range st.Claims {
@@ -136,6 +139,17 @@ func TestIntakeRunsBoardTaskByItself(t *testing.T) {
 	st := intakeStatus(t, r)
 	require.Equal(t, 1, st.Counts.Started)
 	require.Empty(t, st.Problem)
+
+	// The operator's view: what it follows, claimed, skipped and why.
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "intake", "status", "-address", r.Server.Addr, "-namespace", r.Server.Namespace,
+		"-board", r.Karvi.URL()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, want := range []string{"follows  " + r.Karvi.URL(), `runtimeHint "edda"`, id, "ended", "completed",
+		"skipped:", "task other-" + id + `: cancelled on a task routed to "openclaw", not "edda"`, "started karvi-task-" + id} {
+		require.Contains(t, string(out), want)
+	}
 }
 
 // The worker SIGKILLed again and again while tasks arrive on the board:
