@@ -18,13 +18,16 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // intakeRig is a rig whose worker follows its karvi fake's board.
-func intakeRig(t *testing.T) *testrig.Rig {
-	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken,
+func intakeRig(t *testing.T) *testrig.Rig { return intakeRigWith(t, "") }
+
+func intakeRigWith(t *testing.T, scenario string) *testrig.Rig {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
 		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
 	r.Karvi.SetFeedHeartbeat(time.Second)
 	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
@@ -56,6 +59,21 @@ func postProject(t *testing.T, r *testrig.Rig, title string, tasks ...map[string
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
+}
+
+// boardPost posts body to a karvi route as a board user (operator) does.
+func boardPost(t *testing.T, r *testrig.Rig, path string, body any) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, r.Karvi.URL()+path, bytes.NewReader(data))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+karviToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "POST %s", path)
 }
 
 func eddaTask(id string) map[string]any {
@@ -215,4 +233,60 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
 	}
 	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem == "" }, time.Minute, 200*time.Millisecond)
+}
+
+// Cancel on the board aborts the running task workflow.
+func TestIntakeBoardCancelAborts(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=60s")
+	id := taskIDs("cancel", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "to cancel", eddaTask(id))
+	waitKarvi(t, r, "in_progress", id)
+	boardPost(t, r, "/api/tasks/"+id+"/cancel", map[string]any{"reason": "not needed any more"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
+	require.Equal(t, mapping.PlanAborted, res.Outcome.PlanStatus, "aborted")
+	tk, _ := r.Karvi.Task(id)
+	require.Equal(t, "cancelled", tk.Status)
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Aborted)
+	require.Equal(t, 1, runsOf(t, r, id))
+}
+
+// A finished task sent back on the board (completed -> needs_revision ->
+// in_progress, as a reviewer does) runs a second attempt, once.
+func TestIntakeBoardSendBackRedispatches(t *testing.T) {
+	r := intakeRig(t)
+	id := taskIDs("again", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "to send back", eddaTask(id))
+	waitKarvi(t, r, "completed", id)
+	require.Eventually(t, func() bool {
+		for _, c := range intakeStatus(t, r).Claims {
+			if c.TaskID == id && c.Phase == "ended" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond)
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+
+	require.Eventually(t, func() bool { return runsOf(t, r, id) == 2 }, time.Minute, 300*time.Millisecond, "a second run")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 2, res.Attempt)
+	require.Equal(t, "redispatch", string(res.Dispatch.Mode))
+	waitKarvi(t, r, "completed", id)
+	time.Sleep(3 * time.Second) // more reads of the board
+	require.Equal(t, 2, runsOf(t, r, id), "sent back once, run again once")
+	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
 }
