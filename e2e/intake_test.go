@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -15,10 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -31,6 +34,10 @@ func intakeRigWith(t *testing.T, scenario string) *testrig.Rig {
 		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
 	r.Karvi.SetFeedHeartbeat(time.Second)
 	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
+	require.Eventually(t, func() bool {
+		_, err := r.Client.DescribeWorkflowExecution(context.Background(), intakeapi.WorkflowID(r.Karvi.URL()), "")
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the worker starts the intake")
 	return r
 }
 
@@ -49,7 +56,18 @@ func taskIDs(prefix string, n int) []string {
 // POST /api/projects, the one route that keeps runtimeHint.
 func postProject(t *testing.T, r *testrig.Rig, title string, tasks ...map[string]any) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{"title": title, "tasks": tasks})
+	postProjectRepo(t, r, title, "", tasks...)
+}
+
+// postProjectRepo posts a project with a repo: only then does karvi make
+// a project entity, which the intake turns into a run.
+func postProjectRepo(t *testing.T, r *testrig.Rig, title, repo string, tasks ...map[string]any) {
+	t.Helper()
+	post := map[string]any{"title": title, "tasks": tasks}
+	if repo != "" {
+		post["repo"] = repo
+	}
+	body, err := json.Marshal(post)
 	require.NoError(t, err)
 	req, err := http.NewRequest(http.MethodPost, r.Karvi.URL()+"/api/projects", bytes.NewReader(body))
 	require.NoError(t, err)
@@ -289,4 +307,41 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	time.Sleep(3 * time.Second) // more reads of the board
 	require.Equal(t, 2, runsOf(t, r, id), "sent back once, run again once")
 	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
+}
+
+// A project posted with a repo, all its tasks routed here, becomes one
+// run: its tasks run in dependency order under the run, status.json says
+// so, and karvi shows them completed.
+func TestIntakeProjectBecomesRun(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	ids := taskIDs("proj", 2)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Two step project", "example/demo",
+		map[string]any{"id": ids[0], "title": "First", "runtimeHint": "edda"},
+		map[string]any{"id": ids[1], "title": "Second", "runtimeHint": "edda", "depends": []string{ids[0]}})
+	var run intakeapi.Status
+	require.Eventually(t, func() bool {
+		run = intakeStatus(t, r)
+		return len(run.Runs) == 1 && run.Runs[0].WorkflowID != ""
+	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
+	wf := run.Runs[0].WorkflowID
+	r.Track(wf)
+	require.Equal(t, ids, run.Runs[0].Tasks)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	for _, id := range ids {
+		require.Equal(t, runstatus.TaskDone, doc.Tasks[id].Status, id)
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once, by the run", id)
+	}
+	require.False(t, doc.Tasks[ids[1]].StartedAt.Before(doc.Tasks[ids[0]].CompletedAt), "in dependency order")
+	data, err := os.ReadFile(activities.RunStatusPath(r.WorkRoot, doc.PRDSlug))
+	require.NoError(t, err, "status.json written")
+	require.Contains(t, string(data), ids[1])
+	waitKarvi(t, r, "completed", ids...)
 }

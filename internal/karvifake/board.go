@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -292,7 +293,8 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 	projectID := ""
 	if repo, _ := p["repo"].(string); repo != "" {
 		s.board.projectSeq++
-		projectID = fmt.Sprintf("PROJ-%d", s.board.projectSeq)
+		// karvi's ids are unique (helpers.uid): so are these, across fakes.
+		projectID = fmt.Sprintf("PROJ-%s%d", strconv.FormatInt(time.Now().UnixNano()%(1<<40), 36), s.board.projectSeq)
 	}
 	var ids []any
 	for _, t := range tasks {
