@@ -75,10 +75,16 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 	go a.feed(fctx, kc, boards, feedProblem)
 
 	problem := ""
-	check := func(raw []byte, readErr error) (intakeapi.FollowResult, bool) {
-		ended, err := a.ended(ctx, in.State)
-		if err != nil {
-			activity.GetLogger(ctx).Warn("intake: describing task workflows failed", "error", err)
+	// check decides whether to return what was read. The task workflows
+	// are described only on the first read and on poll ticks (withEnded),
+	// not on every feed event: every write of every task makes one.
+	check := func(raw []byte, readErr error, withEnded bool) (intakeapi.FollowResult, bool) {
+		var ended []intakeapi.Ended
+		if withEnded {
+			var err error
+			if ended, err = a.ended(ctx, in.State); err != nil {
+				activity.GetLogger(ctx).Warn("intake: describing task workflows failed", "error", err)
+			}
 		}
 		if readErr != nil {
 			problem = "karvi " + in.BoardURL + ": " + readErr.Error()
@@ -97,9 +103,10 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 		return res, len(ended) > 0 || in.Problem != "" || Interesting(trimmed, in)
 	}
 	raw, err := kc.GetBoard(ctx)
-	if res, ok := check(raw, err); ok {
+	if res, ok := check(raw, err, true); ok {
 		return res, nil
 	}
+	feedWarned := false
 	poller := time.NewTicker(poll)
 	defer poller.Stop()
 	beat := time.NewTicker(heartbeatEvery)
@@ -113,16 +120,24 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 		case <-beat.C:
 			activity.RecordHeartbeat(ctx, problem)
 		case err := <-feedProblem:
-			if res, ok := check(nil, err); ok {
+			// The board reads decide whether karvi can be read; a feed
+			// that drops (or is refused: karvi takes 50 clients) only
+			// makes the intake slower to notice, until the next poll.
+			if karvi.IsUnauthorized(err) {
+				res, _ := check(nil, err, false)
 				return res, nil
 			}
+			if !feedWarned {
+				feedWarned = true
+				activity.GetLogger(ctx).Warn("intake: karvi's live feed failed; reading the board every poll meanwhile", "error", err)
+			}
 		case raw := <-boards:
-			if res, ok := check(raw, nil); ok {
+			if res, ok := check(raw, nil, false); ok {
 				return res, nil
 			}
 		case <-poller.C:
 			raw, err := kc.GetBoard(ctx)
-			if res, ok := check(raw, err); ok {
+			if res, ok := check(raw, err, true); ok {
 				return res, nil
 			}
 		}

@@ -7,6 +7,7 @@
 package intakeflow
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -106,6 +107,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			logger.Warn("intake: karvi cannot be read", "problem", res.Problem)
 		}
 		problem = res.Problem
+		workflow.SetCurrentDetails(ctx, details(in, problem))
 		for _, e := range res.Ended {
 			in.State = in.State.Ended(e.TaskID, e.Final)
 			in.Counts.EndsSeen++
@@ -157,7 +159,24 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			remember(&in, note)
 		}
 		in.Skipped = skipped
+		workflow.SetCurrentDetails(ctx, details(in, problem))
 	}
+}
+
+// details are what the Web UI shows of the intake now.
+func details(in intakeapi.Input, problem string) string {
+	running := 0
+	for _, c := range in.State.Claims {
+		if c.Phase == intake.PhaseRunning {
+			running++
+		}
+	}
+	out := fmt.Sprintf("Follows **%s** (runtimeHint `%s`), board _version %d: %d tasks claimed, %d running, %d runs; %d skipped.",
+		in.BoardURL, in.RuntimeHint, in.State.Version, len(in.State.Claims), running, len(in.State.Runs), len(in.Skipped))
+	if problem != "" {
+		out += "\n\n**Problem:** " + problem
+	}
+	return out
 }
 
 // remember keeps a note among the recent ones, at most MaxRecent.
