@@ -53,6 +53,7 @@ type options struct {
 	maxTotal      *int
 	checkEvery    time.Duration
 	sched         scheduleOptions
+	board         string
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -107,6 +108,8 @@ var commands = []*command{
 	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "slots", noArg: true, summary: "an agent slot pool's limits, holders and waiters", flags: slotsFlags},
 	{name: "slots set", noArg: true, summary: "change an agent slot pool's limits now (starts the pool if it does not run)", flags: slotsSetFlags},
+	{name: "intake status", noArg: true, summary: "what the karvi intake of a board follows, claimed and skipped, and why (-json: the whole status)",
+		flags: intakeFlags},
 	{name: "schedule create", arg: "<dispatch.json|run.json|->", summary: "an intent: fire a task or a run once (-run-at) or on a -cron, until it converges",
 		flags: scheduleCreateFlags},
 	{name: "schedule list", noArg: true, summary: "every intent: target, when, next fires, runs, last outcome, state", flags: scheduleListFlags},

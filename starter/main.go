@@ -149,6 +149,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return printEvents(ctx, cl, conn.TaskQueue, runEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
 	case "slots":
 		return showSlots(ctx, cl, inv.opts.pool, inv.opts.json, stdout)
+	case "intake status":
+		return showIntake(ctx, cl, inv.opts.board, inv.opts.json, stdout)
 	case "slots set":
 		return setSlots(ctx, cl, conn.TaskQueue, inv.opts.pool, setRequest(inv.opts), stdout)
 	case "result":

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"time"
 
+	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/intakeapi"
 )
 
 type config struct {
@@ -27,6 +29,9 @@ type config struct {
 	eventsDir                      string
 	metricsAddr                    string
 	host                           string
+	intakeKarvi                    bool
+	intakeHint                     string
+	intakePoll                     time.Duration
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -51,6 +56,9 @@ var flagEnv = []struct{ flag, env string }{
 	{"events-dir", "KARVI_EDDA_EVENTS_DIR"},
 	{"metrics-addr", "KARVI_EDDA_METRICS_ADDR"},
 	{"host", "KARVI_EDDA_HOST"},
+	{"intake-karvi", "KARVI_EDDA_INTAKE_KARVI"},
+	{"intake-runtime-hint", "KARVI_EDDA_INTAKE_RUNTIME_HINT"},
+	{"intake-poll", "KARVI_EDDA_INTAKE_POLL"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -89,6 +97,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.eventsDir, "events-dir", "", "`directory` of the tasks' canonical event streams, one <run_id>.jsonl per task (default <work-root>/events)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics at this loopback `address` (127.0.0.1:port): the SDK's and the worker's own")
 	fs.StringVar(&c.host, "host", "", "`name` of this worker's machine in a fleet: it also polls <task-queue>@<name>, where the activities of the conductors it starts go (default the hostname)")
+	fs.BoolVar(&c.intakeKarvi, "intake-karvi", false, "follow the karvi board at -karvi-url and run the tasks it routes here by themselves (needs -sink karvi; docs/intake.md)")
+	fs.StringVar(&c.intakeHint, "intake-runtime-hint", intake.DefaultRuntimeHint, "the runtimeHint of the karvi tasks the intake takes")
+	fs.DurationVar(&c.intakePoll, "intake-poll", intakeapi.DefaultPoll, "how often the intake reads karvi's board again besides its live feed (karvi's review writes without an event)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -121,6 +132,12 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.sinkKind != "file" && c.sinkKind != "karvi" {
 		return c, fmt.Errorf("-sink (KARVI_EDDA_SINK) must be file or karvi, got %q", c.sinkKind)
+	}
+	if c.intakeKarvi && c.sinkKind != "karvi" {
+		return c, fmt.Errorf("-intake-karvi (KARVI_EDDA_INTAKE_KARVI) needs -sink karvi (KARVI_EDDA_SINK): the tasks it takes report their status to the board")
+	}
+	if c.intakeKarvi && c.intakeHint == "" {
+		return c, fmt.Errorf("-intake-runtime-hint (KARVI_EDDA_INTAKE_RUNTIME_HINT) must not be empty")
 	}
 	if c.host != "" {
 		if err := fleet.CheckHost(c.host); err != nil {

@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
 		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
-		maxActivities: 5000,
+		maxActivities: 5000, intakeHint: "edda", intakePoll: 10 * time.Second,
 	}, c)
 }
 
@@ -51,6 +51,9 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_EVENTS_DIR":                 "/env/events",
 		"KARVI_EDDA_METRICS_ADDR":               "127.0.0.1:5",
 		"KARVI_EDDA_HOST":                       "env-host",
+		"KARVI_EDDA_INTAKE_KARVI":               "true",
+		"KARVI_EDDA_INTAKE_RUNTIME_HINT":        "env-hint",
+		"KARVI_EDDA_INTAKE_POLL":                "7s",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -62,6 +65,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		eventsDir:   "/env/events",
 		metricsAddr: "127.0.0.1:5",
 		host:        "env-host",
+		intakeKarvi: true, intakeHint: "env-hint", intakePoll: 7 * time.Second,
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -75,6 +79,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-events-dir", "/flag/events",
 		"-metrics-addr", "127.0.0.1:6",
 		"-host", "flag-host",
+		"-sink", "karvi", "-intake-karvi=true", "-intake-runtime-hint", "flag-hint", "-intake-poll", "8s",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -82,12 +87,13 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		conn: temporalconn.Flags{Address: "flag:7233", Namespace: "flag-ns", TaskQueue: "flag-q",
 			DefaultTaskQueue: workflows.DefaultTaskQueue},
 		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
-		sinkKind: "file", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1", karviRateLimit: 300,
+		sinkKind: "karvi", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1", karviRateLimit: 300,
 		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
 		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
 		eventsDir:   "/flag/events",
 		metricsAddr: "127.0.0.1:6",
 		host:        "flag-host",
+		intakeKarvi: true, intakeHint: "flag-hint", intakePoll: 8 * time.Second,
 	}, c)
 }
 
@@ -105,6 +111,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"-no-such-flag"}, want: []string{"-no-such-flag"}},
 		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
 		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
+		{env: map[string]string{"KARVI_EDDA_INTAKE_KARVI": "true"}, want: []string{"-intake-karvi", "needs -sink karvi"}},
 		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {

@@ -17,16 +17,20 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/intakeact"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow"
 )
 
 func main() {
@@ -136,6 +140,7 @@ func run(c config) error {
 	}
 	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
+	intakeflow.Register(w)
 	cfg := activities.Config{
 		WorkRoot:   layout.Root(),
 		Conductor:  c.conductor,
@@ -151,6 +156,7 @@ func run(c config) error {
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&activities.SlotActivities{Temporal: cl})
 	w.RegisterActivity(&activities.IntentActivities{Temporal: cl})
+	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	logger.Info("worker starting", "temporal", conn, "host", host,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
@@ -162,6 +168,13 @@ func run(c config) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
+	if c.intakeKarvi {
+		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
+			stopAll(hw, w)
+			<-swept
+			return err
+		}
+	}
 	<-ctx.Done()
 	// Stopping the workers leaves every conductor running: they are
 	// detached on purpose, and the next worker of this host re-attaches to
@@ -175,14 +188,41 @@ func newSink(c config) (sink.Sink, error) {
 	if c.sinkKind == "file" {
 		return sink.NewFile(c.sinkDir)
 	}
-	// Below the status activity's 15 s limit, so a hung karvi is an HTTP
-	// timeout (retried) rather than an activity timeout.
-	kc, err := karvi.New(c.karviURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
-		karvi.WithRateLimit(int(c.karviRateLimit)))
+	kc, err := karviClient(c)(c.karviURL)
 	if err != nil {
 		return nil, fmt.Errorf("karvi sink: %w", err)
 	}
 	return sink.NewKarvi(kc), nil
+}
+
+// karviClient makes karvi clients with the worker's token and rate limit;
+// every client of one address shares the limit.
+func karviClient(c config) func(string) (*karvi.Client, error) {
+	return func(baseURL string) (*karvi.Client, error) {
+		// Below the status activity's 15 s limit, so a hung karvi is an
+		// HTTP timeout (retried) rather than an activity timeout.
+		return karvi.New(baseURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
+			karvi.WithRateLimit(int(c.karviRateLimit)))
+	}
+}
+
+// startIntake starts the intake workflow of the board at -karvi-url, or
+// leaves the one already running: there is one per board, whichever
+// worker started it.
+func startIntake(ctx context.Context, cl client.Client, c config, taskQueue string, logger *slog.Logger) error {
+	id := intakeapi.WorkflowID(c.karviURL)
+	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "karvi intake of " + c.karviURL,
+	}, intakeapi.WorkflowName, intakeapi.Input{BoardURL: c.karviURL, RuntimeHint: c.intakeHint, TaskQueue: taskQueue, Poll: c.intakePoll})
+	if err != nil {
+		return fmt.Errorf("start the karvi intake %s: %w", id, err)
+	}
+	logger.Info("karvi intake running", "workflow", id, "run", run.GetRunID(), "board", c.karviURL, "runtimeHint", c.intakeHint)
+	return nil
 }
 
 // ensureSearchAttributes adds the workflow's keyword attributes when the

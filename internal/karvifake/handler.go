@@ -77,6 +77,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if isAPI && s.serveBoard(w, r, path, role) {
+		return
+	}
 	switch {
 	case briefRoute.MatchString(full) && (r.Method == http.MethodGet || r.Method == http.MethodPatch || r.Method == http.MethodPut):
 		id := briefRoute.FindStringSubmatch(full)[1]
@@ -157,7 +160,11 @@ func (s *Server) authenticate(r *http.Request, isAPI bool) (string, bool) {
 	}
 	var provided string
 	h := r.Header.Get("Authorization")
-	if len(h) > 7 && strings.EqualFold(h[:6], "bearer") && (h[6] == ' ' || h[6] == '\t') {
+	switch {
+	case r.URL.Path == "/api/events":
+		// karvi reads the feed's token from the query only.
+		provided = r.URL.Query().Get("token")
+	case len(h) > 7 && strings.EqualFold(h[:6], "bearer") && (h[6] == ' ' || h[6] == '\t'):
 		provided = strings.TrimLeft(h[7:], " \t")
 	}
 	switch {

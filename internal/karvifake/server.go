@@ -65,6 +65,10 @@ type Task struct {
 	CompletedAt string
 	// History is task.history, one raw entry per accepted status write.
 	History []json.RawMessage
+	// Fields are more task fields as karvi keeps them (runtimeHint,
+	// description, depends, assignee, skill, projectId, ...), rendered
+	// with the task.
+	Fields map[string]any
 }
 
 // Blocker is task.blocker.
@@ -113,6 +117,7 @@ type Server struct {
 	routes    map[string]map[string]int // requests by task id ("" for all), then route
 	conflicts []conflict                // injected version conflicts
 	version   int                       // the board's _version, for the conflict text
+	board     boardState                // what the live feed, projects and board routes add
 }
 
 // New returns a Server that is not listening yet; call Start.
@@ -258,7 +263,14 @@ func (s *Server) AddTask(t Task) error {
 	if !idPattern.MatchString(t.ID) {
 		return fmt.Errorf("karvifake: task id %q must match [A-Za-z0-9_-]+", t.ID)
 	}
-	nt := &task{id: t.ID, title: t.Title, status: t.Status, blocker: nil}
+	nt := &task{id: t.ID, title: t.Title, status: t.Status, blocker: nil, fields: copyFields(t.Fields)}
+	for _, h := range t.History {
+		var v any
+		if err := json.Unmarshal(h, &v); err != nil {
+			return fmt.Errorf("karvifake: task %s history: %w", t.ID, err)
+		}
+		nt.history = append(nt.history, v)
+	}
 	if t.BriefPath {
 		nt.briefPath = "briefs/" + t.ID + ".json"
 	}
@@ -291,6 +303,7 @@ func (s *Server) AddTask(t Task) error {
 		s.order = append(s.order, t.ID)
 	}
 	s.tasks[t.ID] = nt
+	s.bumpLocked()
 	return nil
 }
 

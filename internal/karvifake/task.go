@@ -22,11 +22,16 @@ type task struct {
 	completedAt       string
 	reviewAttempts    *int
 	history           []any
+	fields            map[string]any // more fields, rendered as they are
 }
 
 // render is the task as GET /api/tasks shows it.
 func (t *task) render() map[string]any {
-	m := map[string]any{"id": t.id, "status": t.status}
+	m := map[string]any{}
+	for k, v := range t.fields {
+		m[k] = v
+	}
+	m["id"], m["status"] = t.id, t.status
 	if t.title != "" {
 		m["title"] = t.title
 	}
@@ -71,6 +76,7 @@ func (t *task) export() Task {
 		Dispatch:    rawOrNil(t.dispatch),
 		StartedAt:   t.startedAt,
 		CompletedAt: t.completedAt,
+		Fields:      copyFields(t.fields),
 	}
 	if t.brief != nil {
 		out.Brief, _ = json.Marshal(t.brief)

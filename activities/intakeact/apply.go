@@ -1,0 +1,229 @@
+package intakeact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/intake"
+	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// Apply carries out one action of the intake. Every kind is idempotent,
+// since a retry, or a replay after the worker was killed, may send it
+// again: a start is refused by Temporal when the task's workflow id was
+// ever used (the task ran before, or this start already happened); a
+// redispatch starts a new workflow only when the last one closed and was
+// not itself this redispatch (the attempt is in its memo); abort, pause
+// and resume asked twice do nothing more; a block already written is
+// seen on the board.
+func (a *Activities) Apply(ctx context.Context, in intakeapi.ApplyInput) (intakeapi.ApplyResult, error) {
+	act := in.Action
+	var res string
+	var err error
+	switch act.Kind {
+	case intake.KindStart:
+		res, err = a.start(ctx, in, false)
+	case intake.KindRedispatch:
+		res, err = a.redispatch(ctx, in)
+	case intake.KindAbort:
+		res, err = a.abort(ctx, act)
+	case intake.KindBlock:
+		res, err = a.block(ctx, in)
+	case intake.KindStartRun:
+		res, err = a.startRun(ctx, in)
+	case intake.KindPauseRun, intake.KindResumeRun:
+		res, err = a.pauseRun(ctx, act)
+	default:
+		return intakeapi.ApplyResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown action kind %q", act.Kind), "BadAction", nil)
+	}
+	return intakeapi.ApplyResult{Result: res}, err
+}
+
+func (a *Activities) start(ctx context.Context, in intakeapi.ApplyInput, again bool) (string, error) {
+	act := in.Action
+	if act.Dispatch == nil {
+		return "", temporal.NewNonRetryableApplicationError("start of task "+act.TaskID+" without a dispatch plan", "BadAction", nil)
+	}
+	id := taskapi.WorkflowID(act.TaskID)
+	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: 1}
+	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	if again {
+		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+		tin.Attempt = act.Attempt
+		var prev taskapi.Result
+		if err := a.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &prev); err == nil && prev.Attempt > 0 {
+			tin.Attempt = prev.Attempt + 1
+		}
+	}
+	summary, details := taskapi.StartSummary(tin.Dispatch, tin.Attempt)
+	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                in.TaskQueue,
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:                    reuse,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Memo:                                     map[string]any{MemoAttempt: act.Attempt},
+	}, taskapi.TaskWorkflowName, tin)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	switch {
+	case errors.As(err, &started):
+		return fmt.Sprintf("not started again: workflow %s already exists (run %s)", id, started.RunId), nil
+	case err != nil:
+		return "", fmt.Errorf("start workflow %s: %w", id, err)
+	}
+	return fmt.Sprintf("started %s run %s (attempt %d)", id, run.GetRunID(), tin.Attempt), nil
+}
+
+func (a *Activities) redispatch(ctx context.Context, in intakeapi.ApplyInput) (string, error) {
+	act := in.Action
+	if act.WorkflowID != taskapi.WorkflowID(act.TaskID) {
+		return "not redispatched: task " + act.TaskID + " belongs to run " + act.WorkflowID +
+			", and a run has no redispatch of one task yet (use `starter run retry` when it failed)", nil
+	}
+	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, act.WorkflowID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return a.start(ctx, in, false)
+	}
+	if err != nil {
+		return "", fmt.Errorf("describe %s: %w", act.WorkflowID, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if memoAttempt(info.GetMemo().GetFields()) >= act.Attempt {
+		return fmt.Sprintf("already redispatched: run %s is dispatch %d", info.GetExecution().GetRunId(), act.Attempt), nil
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		err := a.Temporal.SignalWorkflow(ctx, act.WorkflowID, "", taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: act.Reason})
+		if err != nil {
+			return "", fmt.Errorf("signal redispatch to %s: %w", act.WorkflowID, err)
+		}
+		return "signalled redispatch to the running " + act.WorkflowID, nil
+	}
+	return a.start(ctx, in, true)
+}
+
+func (a *Activities) abort(ctx context.Context, act intake.Action) (string, error) {
+	if act.WorkflowID != taskapi.WorkflowID(act.TaskID) {
+		return "not aborted: task " + act.TaskID + " belongs to run " + act.WorkflowID +
+			", and a run has no abort of one task yet", nil
+	}
+	err := a.Temporal.SignalWorkflow(ctx, act.WorkflowID, "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: act.Reason})
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return "nothing to abort: " + act.WorkflowID + " is not running", nil
+	case err != nil:
+		return "", fmt.Errorf("signal abort to %s: %w", act.WorkflowID, err)
+	}
+	return "sent abort to " + act.WorkflowID, nil
+}
+
+// block marks a task the intake cannot run blocked on karvi with the
+// reason. karvi refuses dispatched -> blocked, so it goes through
+// in_progress.
+func (a *Activities) block(ctx context.Context, in intakeapi.ApplyInput) (string, error) {
+	act := in.Action
+	kc, err := a.Karvi(in.BoardURL)
+	if err != nil {
+		return "", temporal.NewNonRetryableApplicationError(err.Error(), "BadBoardURL", err)
+	}
+	t, err := kc.GetTaskFresh(ctx, act.TaskID)
+	if err != nil {
+		return "", a.karviErr(err)
+	}
+	switch t.Status {
+	case intake.StatusBlocked:
+		return "already blocked", nil
+	case intake.StatusDispatched:
+		if err := kc.SetTaskStatus(ctx, act.TaskID, intake.StatusInProgress, ""); err != nil {
+			return "", a.karviErr(err)
+		}
+	case intake.StatusInProgress:
+	default:
+		return fmt.Sprintf("not blocked: the task is %s on karvi now (reason was: %s)", t.Status, act.Reason), nil
+	}
+	if err := kc.SetTaskStatus(ctx, act.TaskID, intake.StatusBlocked, act.Reason); err != nil {
+		return "", a.karviErr(err)
+	}
+	return "blocked on karvi: " + act.Reason, nil
+}
+
+// karviErr makes a karvi refusal that a retry cannot change (an illegal
+// transition, a task gone) non-retryable; the rest is retried.
+func (a *Activities) karviErr(err error) error {
+	switch karvi.KindOf(err) {
+	case karvi.KindTransient, karvi.KindConflict:
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), "KarviRefused", err)
+}
+
+func (a *Activities) startRun(ctx context.Context, in intakeapi.ApplyInput) (string, error) {
+	act := in.Action
+	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                                       act.WorkflowID,
+		TaskQueue:                                in.TaskQueue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue})
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	res := ""
+	switch {
+	case errors.As(err, &started):
+		res = fmt.Sprintf("not started again: run %s already exists (run %s)", act.WorkflowID, started.RunId)
+	case err != nil:
+		return "", fmt.Errorf("start run %s: %w", act.WorkflowID, err)
+	default:
+		res = fmt.Sprintf("started run %s (run %s)", act.WorkflowID, run.GetRunID())
+	}
+	if act.Paused {
+		r, err := a.update(ctx, act.WorkflowID, runapi.UpdatePause)
+		if err != nil {
+			return "", err
+		}
+		res += "; " + r
+	}
+	return res, nil
+}
+
+func (a *Activities) pauseRun(ctx context.Context, act intake.Action) (string, error) {
+	name := runapi.UpdatePause
+	if act.Kind == intake.KindResumeRun {
+		name = runapi.UpdateResume
+	}
+	return a.update(ctx, act.WorkflowID, name)
+}
+
+func (a *Activities) update(ctx context.Context, workflowID, name string) (string, error) {
+	h, err := a.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return "not " + name + "d: run " + workflowID + " is not running", nil
+	}
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			// The run refused it (already paused, say): nothing to retry.
+			return name + " refused by " + workflowID + ": " + appErr.Message(), nil
+		}
+		return "", fmt.Errorf("%s %s: %w", name, workflowID, err)
+	}
+	return name + "d " + workflowID, nil
+}

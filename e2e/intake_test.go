@@ -1,0 +1,347 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+// intakeRig is a rig whose worker follows its karvi fake's board.
+func intakeRig(t *testing.T) *testrig.Rig { return intakeRigWith(t, "") }
+
+func intakeRigWith(t *testing.T, scenario string) *testrig.Rig {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
+		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
+	r.Karvi.SetFeedHeartbeat(time.Second)
+	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
+	require.Eventually(t, func() bool {
+		_, err := r.Client.DescribeWorkflowExecution(context.Background(), intakeapi.WorkflowID(r.Karvi.URL()), "")
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the worker starts the intake")
+	return r
+}
+
+// taskIDs are unique on the shared dev server: a task workflow id once
+// used is never started again by the intake.
+func taskIDs(prefix string, n int) []string {
+	stamp := time.Now().UnixNano() % 1_000_000_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%d-%d", prefix, stamp, i+1)
+	}
+	return ids
+}
+
+// postProject creates tasks on the board as a karvi user does: through
+// POST /api/projects, the one route that keeps runtimeHint.
+func postProject(t *testing.T, r *testrig.Rig, title string, tasks ...map[string]any) {
+	t.Helper()
+	postProjectRepo(t, r, title, "", tasks...)
+}
+
+// postProjectRepo posts a project with a repo: only then does karvi make
+// a project entity, which the intake turns into a run.
+func postProjectRepo(t *testing.T, r *testrig.Rig, title, repo string, tasks ...map[string]any) {
+	t.Helper()
+	post := map[string]any{"title": title, "tasks": tasks}
+	if repo != "" {
+		post["repo"] = repo
+	}
+	body, err := json.Marshal(post)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, r.Karvi.URL()+"/api/projects", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+karviToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+}
+
+// boardPost posts body to a karvi route as a board user (operator) does.
+func boardPost(t *testing.T, r *testrig.Rig, path string, body any) {
+	t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, r.Karvi.URL()+path, bytes.NewReader(data))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+karviToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "POST %s", path)
+}
+
+func eddaTask(id string) map[string]any {
+	return map[string]any{"id": id, "title": "Task " + id, "description": "Add user authentication with JWT. " + testrig.ExampleCosts,
+		"runtimeHint": "edda", "skill": "sequential"}
+}
+
+// waitKarvi waits until every task has the status on the fake board.
+func waitKarvi(t *testing.T, r *testrig.Rig, status string, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var behind []string
+		for _, id := range ids {
+			if tk, ok := r.Karvi.Task(id); !ok || tk.Status != status {
+				behind = append(behind, fmt.Sprintf("%s=%s", id, tk.Status))
+			}
+		}
+		if len(behind) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks not %s on karvi: %v", status, behind)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// runsOf counts the workflow runs of a task id, closed ones included.
+func runsOf(t *testing.T, r *testrig.Rig, taskID string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: r.Server.Namespace, Query: fmt.Sprintf("WorkflowId = '%s'", taskapi.WorkflowID(taskID))})
+	require.NoError(t, err)
+	return len(resp.GetExecutions())
+}
+
+func intakeStatus(t *testing.T, r *testrig.Rig) intakeapi.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := r.Client.QueryWorkflow(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", intakeapi.QueryStatus)
+	require.NoError(t, err)
+	var st intakeapi.Status
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+// A task created on the board runs to its end by itself, with no starter
+// call; seen again on later reads, it is not started again.
+func TestIntakeRunsBoardTaskByItself(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("hp", 1)
+	id := ids[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "intake happy path", eddaTask(id))
+	waitKarvi(t, r, "completed", id)
+
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID(id), "").Get(context.Background(), &res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, "sequential", res.Dispatch.Skill)
+	require.Contains(t, res.Dispatch.Message, "Task "+id+"\n\nAdd user authentication")
+
+	// More board writes: the task is seen again, and not started again.
+	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: "other-" + id, Title: "not ours", Status: "cancelled",
+		Fields: map[string]any{"runtimeHint": "openclaw"}}))
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		for _, c := range st.Claims {
+			if c.TaskID == id && c.Phase == "ended" && c.Final == "completed" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond, "the intake sees the workflow end")
+	require.Equal(t, 1, runsOf(t, r, id), "started once")
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Started)
+	require.Empty(t, st.Problem)
+
+	// The operator's view: what it follows, claimed, skipped and why.
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "intake", "status", "-address", r.Server.Addr, "-namespace", r.Server.Namespace,
+		"-board", r.Karvi.URL()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, want := range []string{"follows  " + r.Karvi.URL(), `runtimeHint "edda"`, id, "ended", "completed",
+		"skipped:", "task other-" + id + `: cancelled on a task routed to "openclaw", not "edda"`, "started karvi-task-" + id} {
+		require.Contains(t, string(out), want)
+	}
+}
+
+// The worker SIGKILLed again and again while tasks arrive on the board:
+// every task is started exactly once (one workflow run for its id) and
+// runs to its end; none is missed.
+func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("kill", 12)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+		r.Workspace(id)
+	}
+	for batch := 0; batch < 4; batch++ {
+		var tasks []map[string]any
+		for _, id := range ids[batch*3 : batch*3+3] {
+			tasks = append(tasks, eddaTask(id))
+		}
+		postProject(t, r, fmt.Sprintf("batch %d", batch), tasks...)
+		// Kill at varying moments after the arrival: in the follow, in
+		// the starts, between a start and the workflow's next task.
+		time.Sleep(time.Duration(300+batch*700) * time.Millisecond)
+		require.NoError(t, r.KillWorker())
+		r.StartWorker()
+	}
+	waitKarvi(t, r, "completed", ids...)
+	for _, id := range ids {
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
+	}
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		ended := 0
+		for _, c := range st.Claims {
+			if c.Phase == "ended" {
+				ended++
+			}
+		}
+		return ended == len(ids)
+	}, time.Minute, 500*time.Millisecond, "the intake sees every workflow end")
+}
+
+// karvi down while tasks are dispatched: the intake says so, and claims
+// every task once karvi is back.
+func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
+	r := intakeRig(t)
+	ids := taskIDs("down", 4)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+		r.Workspace(id)
+	}
+	postProject(t, r, "before", eddaTask(ids[0]))
+	waitKarvi(t, r, "completed", ids[0])
+	require.NoError(t, r.Karvi.SetDown(true))
+	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem != "" }, time.Minute, 200*time.Millisecond,
+		"the intake says karvi cannot be read")
+	for _, id := range ids[1:] {
+		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
+			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
+	}
+	time.Sleep(3 * time.Second)
+	require.NoError(t, r.Karvi.SetDown(false))
+	waitKarvi(t, r, "completed", ids...)
+	for _, id := range ids {
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
+	}
+	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem == "" }, time.Minute, 200*time.Millisecond)
+}
+
+// Cancel on the board aborts the running task workflow.
+func TestIntakeBoardCancelAborts(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=60s")
+	id := taskIDs("cancel", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "to cancel", eddaTask(id))
+	waitKarvi(t, r, "in_progress", id)
+	boardPost(t, r, "/api/tasks/"+id+"/cancel", map[string]any{"reason": "not needed any more"})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
+	require.Equal(t, mapping.PlanAborted, res.Outcome.PlanStatus, "aborted")
+	tk, _ := r.Karvi.Task(id)
+	require.Equal(t, "cancelled", tk.Status)
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Aborted)
+	require.Equal(t, 1, runsOf(t, r, id))
+}
+
+// A finished task sent back on the board (completed -> needs_revision ->
+// in_progress, as a reviewer does) runs a second attempt, once.
+func TestIntakeBoardSendBackRedispatches(t *testing.T) {
+	r := intakeRig(t)
+	id := taskIDs("again", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	r.Workspace(id)
+	postProject(t, r, "to send back", eddaTask(id))
+	waitKarvi(t, r, "completed", id)
+	require.Eventually(t, func() bool {
+		for _, c := range intakeStatus(t, r).Claims {
+			if c.TaskID == id && c.Phase == "ended" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond)
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+
+	require.Eventually(t, func() bool { return runsOf(t, r, id) == 2 }, time.Minute, 300*time.Millisecond, "a second run")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 2, res.Attempt)
+	require.Equal(t, "redispatch", string(res.Dispatch.Mode))
+	waitKarvi(t, r, "completed", id)
+	time.Sleep(3 * time.Second) // more reads of the board
+	require.Equal(t, 2, runsOf(t, r, id), "sent back once, run again once")
+	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
+}
+
+// A project posted with a repo, all its tasks routed here, becomes one
+// run: its tasks run in dependency order under the run, status.json says
+// so, and karvi shows them completed.
+func TestIntakeProjectBecomesRun(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	ids := taskIDs("proj", 2)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Two step project", "example/demo",
+		map[string]any{"id": ids[0], "title": "First", "runtimeHint": "edda"},
+		map[string]any{"id": ids[1], "title": "Second", "runtimeHint": "edda", "depends": []string{ids[0]}})
+	var run intakeapi.Status
+	require.Eventually(t, func() bool {
+		run = intakeStatus(t, r)
+		return len(run.Runs) == 1 && run.Runs[0].WorkflowID != ""
+	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
+	wf := run.Runs[0].WorkflowID
+	r.Track(wf)
+	require.Equal(t, ids, run.Runs[0].Tasks)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	for _, id := range ids {
+		require.Equal(t, runstatus.TaskDone, doc.Tasks[id].Status, id)
+		require.Equal(t, 1, runsOf(t, r, id), "task %s started once, by the run", id)
+	}
+	require.False(t, doc.Tasks[ids[1]].StartedAt.Before(doc.Tasks[ids[0]].CompletedAt), "in dependency order")
+	data, err := os.ReadFile(activities.RunStatusPath(r.WorkRoot, doc.PRDSlug))
+	require.NoError(t, err, "status.json written")
+	require.Contains(t, string(data), ids[1])
+	waitKarvi(t, r, "completed", ids...)
+}

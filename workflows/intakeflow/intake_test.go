@@ -1,0 +1,172 @@
+package intakeflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/intake"
+	"karvi-edda-temporal/workflows/intakeapi"
+)
+
+// board is a karvi board with the given tasks at _version v.
+func board(v int, tasks ...string) json.RawMessage {
+	out := fmt.Sprintf(`{"_version":%d,"taskPlan":{"tasks":[`, v)
+	for i, t := range tasks {
+		if i > 0 {
+			out += ","
+		}
+		out += t
+	}
+	return json.RawMessage(out + `]}}`)
+}
+
+func task(id, status string, history ...string) string {
+	h := `[{"status":"dispatched","reason":"project_created"}`
+	for _, s := range history {
+		h += `,` + s
+	}
+	return fmt.Sprintf(`{"id":%q,"title":"Task %s","status":%q,"runtimeHint":"edda","skill":"sequential","history":%s]}`, id, id, status, h)
+}
+
+// script plays the follow activity's results in order and records the
+// actions applied.
+type script struct {
+	mu      sync.Mutex
+	follows []intakeapi.FollowResult
+	seen    []intakeapi.FollowInput
+	applied []intake.Action
+}
+
+func (s *script) follow(_ context.Context, in intakeapi.FollowInput) (intakeapi.FollowResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, in)
+	if len(s.follows) == 0 {
+		return intakeapi.FollowResult{}, nil
+	}
+	r := s.follows[0]
+	s.follows = s.follows[1:]
+	return r, nil
+}
+
+func (s *script) apply(_ context.Context, in intakeapi.ApplyInput) (intakeapi.ApplyResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applied = append(s.applied, in.Action)
+	return intakeapi.ApplyResult{Result: "done " + string(in.Action.Kind)}, nil
+}
+
+func (s *script) kinds() []string {
+	var out []string
+	for _, a := range s.applied {
+		out = append(out, string(a.Kind)+" "+a.TaskID)
+	}
+	return out
+}
+
+// run runs the workflow until it continues-as-new after ticks ticks and
+// returns the input it hands over.
+func run(t *testing.T, s *script, in intakeapi.Input, ticks int) (intakeapi.Input, intakeapi.Status) {
+	t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(IntakeWorkflow, workflow.RegisterOptions{Name: intakeapi.WorkflowName})
+	env.RegisterActivityWithOptions(s.follow, activity.RegisterOptions{Name: intakeapi.FollowActivity})
+	env.RegisterActivityWithOptions(s.apply, activity.RegisterOptions{Name: intakeapi.ApplyActivity})
+	in.BoardURL = "http://127.0.0.1:3461"
+	in.TicksBeforeContinue = ticks
+	env.ExecuteWorkflow(intakeapi.WorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "continues as new, got %v", env.GetWorkflowError())
+	var next intakeapi.Input
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	v, err := env.QueryWorkflow(intakeapi.QueryStatus)
+	require.NoError(t, err)
+	var st intakeapi.Status
+	require.NoError(t, v.Get(&st))
+	return next, st
+}
+
+// A task seen on every board read is started once.
+func TestIntakeClaimsOnce(t *testing.T) {
+	b := board(3, task("T1", "dispatched"), `{"id":"T2","title":"other","status":"dispatched","runtimeHint":"openclaw"}`)
+	s := &script{follows: []intakeapi.FollowResult{{Board: b}, {Board: b}, {Board: board(4, task("T1", "dispatched"))}}}
+	next, st := run(t, s, intakeapi.Input{}, 4)
+	require.Equal(t, []string{"start T1"}, s.kinds())
+	require.Equal(t, "karvi-task-T1", s.applied[0].WorkflowID)
+	require.Equal(t, "T1", s.applied[0].Dispatch.TaskID)
+	require.Len(t, next.State.Claims, 1)
+	require.Equal(t, intake.PhaseRunning, next.State.Claims[0].Phase)
+	require.Equal(t, 1, st.Counts.Started)
+	require.Equal(t, "edda", st.RuntimeHint)
+	// The follower is always handed the state as it is now.
+	require.Empty(t, s.seen[0].State.Claims)
+	require.Len(t, s.seen[1].State.Claims, 1)
+}
+
+// karvi unreachable for a while, then the board with what was dispatched
+// meanwhile: everything on it is claimed, and the problem shows until then.
+func TestIntakeReconcilesAfterDowntime(t *testing.T) {
+	s := &script{follows: []intakeapi.FollowResult{
+		{Problem: "karvi http://127.0.0.1:3461: connection refused"},
+		{Board: board(9, task("T1", "dispatched"), task("T2", "dispatched"))},
+	}}
+	next, st := run(t, s, intakeapi.Input{}, 3)
+	require.Equal(t, []string{"start T1", "start T2"}, s.kinds())
+	require.Equal(t, "connection refused", s.seen[1].Problem[len(s.seen[1].Problem)-len("connection refused"):], "the follower knows the problem shown")
+	require.Empty(t, st.Problem, "cleared by the board read")
+	require.Equal(t, 1, st.Counts.Unreachable)
+	require.EqualValues(t, 9, next.State.Version)
+}
+
+// The state crosses continue-as-new: the next run does not claim again
+// what the first claimed, and a task it ran to an end is run again only
+// when the board sends it back.
+func TestIntakeContinueAsNewCarriesState(t *testing.T) {
+	s := &script{follows: []intakeapi.FollowResult{{Board: board(2, task("T1", "dispatched"))}}}
+	next, _ := run(t, s, intakeapi.Input{RuntimeHint: "edda"}, 1)
+	require.Equal(t, []string{"start T1"}, s.kinds())
+	require.Equal(t, 1, next.Counts.Continued)
+
+	inProgress := `{"status":"in_progress","from":"dispatched","by":"human"}`
+	completed := `{"status":"completed","from":"in_progress","by":"human"}`
+	s2 := &script{follows: []intakeapi.FollowResult{
+		{Board: board(3, task("T1", "in_progress", inProgress))},
+		{Ended: []intakeapi.Ended{{TaskID: "T1", Final: "completed", How: "completed"}}, Board: board(5, task("T1", "completed", inProgress, completed))},
+		{Board: board(6, task("T1", "completed", inProgress, completed))},
+		{Board: board(8, task("T1", "in_progress", inProgress, completed,
+			`{"status":"needs_revision","from":"completed","by":"human"}`, `{"status":"in_progress","from":"needs_revision","by":"human"}`))},
+	}}
+	last, st := run(t, s2, next, 5)
+	require.Equal(t, []string{"redispatch T1"}, s2.kinds(), "not started again; redispatched when sent back")
+	require.Equal(t, 2, s2.applied[0].Attempt)
+	require.Equal(t, 2, last.State.Claims[0].Attempt)
+	require.Equal(t, 2, last.Counts.Continued)
+	require.Equal(t, 1, st.Counts.EndsSeen)
+}
+
+// A task whose fields make no plan is blocked once with the field named,
+// and tasks skipped are shown with why.
+func TestIntakeBlocksBadTaskOnceAndShowsSkips(t *testing.T) {
+	bad := `{"id":"T3","title":"","status":"dispatched","runtimeHint":"edda"}`
+	cancelled := `{"id":"T4","title":"x","status":"cancelled","runtimeHint":"openclaw"}`
+	b := board(4, bad, cancelled)
+	s := &script{follows: []intakeapi.FollowResult{{Board: b}, {Board: b}}}
+	_, st := run(t, s, intakeapi.Input{}, 3)
+	require.Equal(t, []string{"block T3"}, s.kinds())
+	require.Contains(t, s.applied[0].Reason, "title")
+	require.Len(t, st.Skipped, 1)
+	require.Equal(t, "T4", st.Skipped[0].TaskID)
+	require.Contains(t, st.Skipped[0].Reason, "openclaw")
+}
