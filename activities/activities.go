@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -57,6 +58,9 @@ type Config struct {
 	// attempt it starts says so, and the attempt's later activities come
 	// to this host's own queue. Empty for none.
 	Host string
+	// Limits recognises a usage limit in the agents' transcripts; nil
+	// uses the built-in patterns (limits.Default).
+	Limits *limits.Detector
 }
 
 // Activities are the side effects of TaskWorkflow. Register one value with

@@ -1,0 +1,66 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/workflows"
+)
+
+// An agent that hits its usage limit in the implement phase, as Claude
+// Code reports one (a success-shaped result the conductor takes for done;
+// its checks then fail): the task pauses instead of failing, resumes the
+// same plan after the reset, and completes with no attempt counted; the
+// phase before the limit is not run again.
+func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T40")
+	d := testrig.Dispatch(t, "T40", "Add user authentication with JWT. [sim phase=test limit resets=3s]")
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+
+	var paused workflows.Status
+	require.Eventually(t, func() bool {
+		st, err := r.Status("T40")
+		if err == nil && st.Pause != nil {
+			paused = st
+			return true
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "the task must pause")
+	require.Equal(t, workflows.StagePaused, paused.Stage)
+	require.Equal(t, "usage_limit", paused.Pause.Reason)
+	require.Equal(t, "test", paused.Pause.Phase)
+	require.Equal(t, "sign:rate_limit_event", paused.Pause.Source)
+	require.False(t, paused.Pause.ResetAt.IsZero(), "the reset is read from resetsAt")
+	require.True(t, paused.Pause.Until.After(paused.Pause.ResetAt))
+	require.Empty(t, r.LiveConductors(), "the conductor is stopped while the task is paused")
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt, "a pause is not an attempt")
+	require.Equal(t, r.PlanName("T40", 1), res.PlanName, "the same plan continued")
+	require.Equal(t, "completed", r.FileStatus("T40")["status"])
+
+	st, err := r.Status("T40")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Pauses)
+	require.Nil(t, st.Pause)
+
+	// The phase before the limit ran once; the limited phase's last run
+	// passed.
+	starts := map[string]int{}
+	for _, ev := range r.Events("T40", res.PlanName) {
+		if ev["type"] == "phase_start" {
+			id, _ := ev["phase_id"].(string)
+			starts[id]++
+		}
+	}
+	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
+	require.GreaterOrEqual(t, starts["test"], 2, "phases: %v", starts)
+}
