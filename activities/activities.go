@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/metrics"
+	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
@@ -71,6 +72,9 @@ type Activities struct {
 	// Metrics records what the tail reads and how many conductors it
 	// follows; nil records nothing.
 	Metrics *metrics.Recorder
+	// Notifier sends events (a task paused, resumed) to a person's
+	// webhook; nil sends none.
+	Notifier *notify.Notifier
 
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).

@@ -3,11 +3,17 @@
 package e2e
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
 )
@@ -18,7 +24,9 @@ import (
 // same plan after the reset, and completes with no attempt counted; the
 // phase before the limit is not run again.
 func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
-	r := testrig.New(t, testrig.Options{})
+	hook := newHookReceiver(t, "hook-secret")
+	r := testrig.New(t, testrig.Options{Env: []string{"KARVI_EDDA_NOTIFY_SECRET=hook-secret"},
+		WorkerArgs: []string{"-notify-url", hook.srv.URL}})
 	r.Workspace("T40")
 	d := testrig.Dispatch(t, "T40", "Add user authentication with JWT. [sim phase=test limit resets=3s]")
 	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
@@ -63,4 +71,60 @@ func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
 	}
 	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
 	require.GreaterOrEqual(t, starts["test"], 2, "phases: %v", starts)
+
+	// A person was told of the pause and of the resume, each once, signed.
+	require.Eventually(t, func() bool { return len(hook.kinds()) >= 2 }, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, []string{"paused", "resumed"}, hook.kinds())
+	require.Equal(t, "T40", hook.events()[0]["task_id"])
+	require.NotEmpty(t, hook.events()[0]["reset_at"])
+}
+
+// hookReceiver is a webhook that checks each delivery's signature and
+// keeps each delivery id once.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	seen   map[string]bool
+	evs    []map[string]any
+	secret string
+}
+
+func newHookReceiver(t *testing.T, secret string) *hookReceiver {
+	h := &hookReceiver{seen: map[string]bool{}, secret: secret}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil || notify.VerifySignature([]byte(h.secret), body, req.Header.Get(notify.HeaderSignature)) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(body, &ev); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if id, _ := ev["id"].(string); !h.seen[id] {
+			h.seen[id] = true
+			h.evs = append(h.evs, ev)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) events() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.evs...)
+}
+
+func (h *hookReceiver) kinds() []string {
+	var out []string
+	for _, ev := range h.events() {
+		k, _ := ev["kind"].(string)
+		out = append(out, k)
+	}
+	return out
 }

@@ -27,6 +27,8 @@ type config struct {
 	eventsDir                      string
 	metricsAddr                    string
 	host                           string
+	notifyURL, notifyDeadLetter    string
+	limitPatterns                  string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -51,6 +53,9 @@ var flagEnv = []struct{ flag, env string }{
 	{"events-dir", "KARVI_EDDA_EVENTS_DIR"},
 	{"metrics-addr", "KARVI_EDDA_METRICS_ADDR"},
 	{"host", "KARVI_EDDA_HOST"},
+	{"notify-url", "KARVI_EDDA_NOTIFY_URL"},
+	{"notify-dead-letter", "KARVI_EDDA_NOTIFY_DEAD_LETTER"},
+	{"limit-patterns", "KARVI_EDDA_LIMIT_PATTERNS"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -89,6 +94,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.eventsDir, "events-dir", "", "`directory` of the tasks' canonical event streams, one <run_id>.jsonl per task (default <work-root>/events)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics at this loopback `address` (127.0.0.1:port): the SDK's and the worker's own")
 	fs.StringVar(&c.host, "host", "", "`name` of this worker's machine in a fleet: it also polls <task-queue>@<name>, where the activities of the conductors it starts go (default the hostname)")
+	fs.StringVar(&c.notifyURL, "notify-url", "", "http(s) `URL` of a webhook told when a task pauses or resumes (signed with KARVI_EDDA_NOTIFY_SECRET, which it needs); empty for none")
+	fs.StringVar(&c.notifyDeadLetter, "notify-dead-letter", "", "JSONL `file` keeping the notifications the webhook did not take (default <work-root>/notify-dead-letter.jsonl)")
+	fs.StringVar(&c.limitPatterns, "limit-patterns", "", "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"

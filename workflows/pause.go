@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
@@ -95,6 +96,8 @@ func (r *taskRun) pauseOnLimit(res activities.DeliverResult) error {
 	r.step(canonical.Step{Kind: canonical.StepPhasePaused, Phase: lim.Phase})
 	r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused",
 		Reason: fmt.Sprintf("usage limit in phase %s (%s), resumes at %s", lim.Phase, lim.Source, until.UTC().Format(time.RFC3339))})
+	r.notify("paused", fmt.Sprintf("usage limit in phase %s", lim.Phase), lim.ResetAt,
+		map[string]string{"source": lim.Source, "phase": lim.Phase, "text": lim.Text, "until": until.UTC().Format(time.RFC3339)})
 	r.briefNote("paused", fmt.Sprintf("usage limit in phase %s, resumes at %s", lim.Phase, until.UTC().Format("15:04:05 UTC")))
 	a.Stage = StagePaused
 	r.upsertSearch()
@@ -171,6 +174,7 @@ func (r *taskRun) resume(why string) error {
 	a.LastEventAt = workflow.Now(r.ctx)
 	a.Stage = StageRunning
 	r.step(canonical.Step{Kind: canonical.StepNote, Status: "resumed", Reason: why})
+	r.notify("resumed", why, time.Time{}, map[string]string{"plan": a.PlanName()})
 	r.briefNote("resumed", why)
 	r.upsertSearch()
 	r.showDetails()
@@ -185,4 +189,23 @@ func (r *taskRun) briefNote(action, detail string) {
 	}
 	c := a.Brief.Note(workflow.Now(r.ctx).UTC().Format(time.RFC3339), action, detail)
 	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
+}
+
+// notify tells the person watching the tasks, through the worker's
+// webhook, in a local activity that only queues the event: the task never
+// waits on the receiver. The delivery id is the workflow's and the pause's,
+// the same on every retry.
+func (r *taskRun) notify(kind, reason string, resetAt time.Time, details map[string]string) {
+	id := fmt.Sprintf("%s-%s-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, kind, r.st.Pauses)
+	ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{
+		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},
+	})
+	err := workflow.ExecuteLocalActivity(ctx, acts.Notify, activities.NotifyRequest{
+		ID: id, Kind: kind, Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
+		Reason: reason, ResetAt: resetAt, Details: details,
+	}).Get(r.ctx, nil)
+	if err != nil {
+		r.log.Warn("notification not queued", "kind", kind, "error", err)
+	}
 }

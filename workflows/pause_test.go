@@ -25,6 +25,7 @@ type limitedConductor struct {
 	resumes  []activities.ResumeRequest
 	resumeAt []time.Time
 	statuses []mapping.TaskStatus
+	notes    []activities.NotifyRequest
 	// limitAgain: the resumed runs meet the limit again.
 	limitAgain bool
 }
@@ -73,6 +74,13 @@ func (c *limitedConductor) register(t *testing.T) {
 				ConductorEnd: activities.ConductorEnd{Exited: true}}, nil
 		})
 	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.NotifyRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.notes = append(c.notes, req)
+			return nil
+		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.StatusRequest) error {
 			c.mu.Lock()
@@ -118,6 +126,11 @@ func TestUsageLimitPausesUntilTheReset(t *testing.T) {
 	require.Equal(t, res.PlanName, c.resumes[0].Plan.Summary.Name, "the same plan")
 	require.False(t, c.resumeAt[0].Before(c.resetAt.Add(30*time.Second)), "resumed at %v, reset %v", c.resumeAt[0], c.resetAt)
 	require.NotContains(t, c.statuses, mapping.TaskBlocked)
+	require.Len(t, c.notes, 2, "a person is told of the pause and the resume")
+	require.Equal(t, "paused", c.notes[0].Kind)
+	require.Equal(t, c.resetAt, c.notes[0].ResetAt.UTC())
+	require.Equal(t, "resumed", c.notes[1].Kind)
+	require.NotEqual(t, c.notes[0].ID, c.notes[1].ID)
 
 	require.Equal(t, StagePaused, st.Stage)
 	require.NotNil(t, st.Pause)
