@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -127,4 +128,38 @@ func (h *hookReceiver) kinds() []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// The worker SIGKILLed while the task is paused, and started again after
+// the reset: the durable timer still resumes the task, once, and it
+// completes in its first attempt with one resumed conductor.
+func TestUsageLimitPauseSurvivesTheWorker(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T41")
+	d := testrig.Dispatch(t, "T41", "Add user authentication with JWT. [sim phase=docs limit resets=2s]")
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+	require.Eventually(t, func() bool {
+		st, err := r.Status("T41")
+		return err == nil && st.Pause != nil
+	}, 30*time.Second, 50*time.Millisecond, "the task must pause")
+	require.NoError(t, r.KillWorker())
+	time.Sleep(3 * time.Second) // past the reset, with no worker
+	r.StartWorker()
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	resumed, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", "T41", res.PlanName+"-resume-*"))
+	require.NoError(t, err)
+	require.Len(t, resumed, 1, "one resumed conductor")
+	starts := map[string]int{}
+	for _, ev := range r.Events("T41", res.PlanName) {
+		if ev["type"] == "phase_start" {
+			id, _ := ev["phase_id"].(string)
+			starts[id]++
+		}
+	}
+	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
+	require.Equal(t, 1, starts["test"], "phases: %v", starts)
 }
