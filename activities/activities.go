@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/internal/metrics"
+	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -57,6 +59,9 @@ type Config struct {
 	// attempt it starts says so, and the attempt's later activities come
 	// to this host's own queue. Empty for none.
 	Host string
+	// Limits recognises a usage limit in the agents' transcripts; nil
+	// uses the built-in patterns (limits.Default).
+	Limits *limits.Detector
 }
 
 // Activities are the side effects of TaskWorkflow. Register one value with
@@ -67,6 +72,9 @@ type Activities struct {
 	// Metrics records what the tail reads and how many conductors it
 	// follows; nil records nothing.
 	Metrics *metrics.Recorder
+	// Notifier sends events (a task paused, resumed) to a person's
+	// webhook; nil sends none.
+	Notifier *notify.Notifier
 
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).

@@ -29,6 +29,8 @@ type StartAttemptRequest struct {
 	// Stream is the task's event stream, as for DeliverRequest; its steps
 	// are stored once the plan is written, before anything else.
 	Stream *StreamInfo `json:"stream,omitempty"`
+	// WatchLimits: the first delivery follows the transcripts too (limits.go).
+	WatchLimits bool `json:"watchLimits,omitempty"`
 }
 
 // StartAttemptResult is what the workflow keeps of a started attempt.
@@ -79,7 +81,8 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		a: a, explain: a.explainer(info.PlanPath), brief: skeleton.Clone(),
 		req: DeliverRequest{TaskID: taskID, Plan: info, TaskStatus: mapping.TaskDispatched, Base: base,
 			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery, Stream: req.Stream,
-			Job: a.newTally(info, req.Attempt, req.Dispatch.ModelHint, false)},
+			Job:        a.newTally(info, req.Attempt, req.Dispatch.ModelHint, false),
+			LimitWatch: LimitWatch{WatchLimits: req.WatchLimits}},
 	}
 	if err := d.appendSteps(ctx); err != nil {
 		return StartAttemptResult{}, err

@@ -50,6 +50,8 @@ type DeliverRequest struct {
 	// are stored first, then every event as it is read (events.go). Nil
 	// stores nothing (workflows started before the stream existed).
 	Stream *StreamInfo `json:"stream,omitempty"`
+	// LimitWatch follows the agents' transcripts for a usage limit (limits.go).
+	LimitWatch
 }
 
 // DeliverResult is a checkpoint: how far delivery got and what the
@@ -82,6 +84,8 @@ type DeliverResult struct {
 	Job *jobview.Tally `json:"job,omitempty"`
 	// Stream is what this call stored in the task's event stream.
 	Stream StreamCounts `json:"stream,omitzero"`
+	// LimitWatch is the transcripts' cursor and a usage limit they showed.
+	LimitWatch
 }
 
 const (
@@ -161,6 +165,7 @@ type delivery struct {
 }
 
 func (d *delivery) run(ctx context.Context) error {
+	defer d.watchLimits(ctx)()
 	path := d.req.Plan.EventsPath
 	exited := func() bool {
 		st, err := proc.Inspect(d.req.Handle.proc())

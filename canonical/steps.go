@@ -44,6 +44,10 @@ const (
 	// StepNote: the bridge noted something on the brief (a budget's
 	// warning); Reason is the note, Status its action.
 	StepNote StepKind = "note"
+	// StepPhasePaused: a phase's agent met a usage limit and the task
+	// paused; the phase's agent (Phase) waits for the reset, whatever the
+	// conductor made of the limited attempt.
+	StepPhasePaused StepKind = "phase_paused"
 )
 
 // Step is one thing the task workflow did, in plain values: what
@@ -71,6 +75,8 @@ type Step struct {
 	Aborted bool
 	// Signal is the signal's name (abort, redispatch).
 	Signal string
+	// Phase is the phase of StepPhasePaused.
+	Phase string
 	// PhasesDone and PhasesTotal give an attempt's progress; CostUSD what
 	// it cost, when known.
 	PhasesDone, PhasesTotal int
@@ -112,6 +118,7 @@ const (
 //	signal abort, other  (as is)    message       message, signal, reason
 //	attempt ended        (as is)    task_update   progress, message, attempt, plan_name, ended, last_error; cost
 //	note (budget, ...)   (as is)    message       message = the note, source_type = its action
+//	phase paused         waiting    state_change  the phase's agent: from running, to waiting, trigger usage_limit
 func FromStep(s Step, ctx StepContext) Event {
 	ev := Event{
 		TS:        s.TS.UTC().Truncate(time.Millisecond).Format(tsLayout),
@@ -167,6 +174,12 @@ func FromStep(s Step, ctx StepContext) Event {
 			c := *s.CostUSD
 			ev.Metrics = &Metrics{CostUSD: &c}
 		}
+	case StepPhasePaused:
+		ev.AgentID = AgentFor(s.Phase, s.Attempt)
+		ev.ParentAgentID = AgentFor(ConductorAgent, s.Attempt)
+		ev.Role, _ = RoleFor(s.Phase)
+		ev.State, ev.Type = StateWaiting, TypeStateChange
+		payload = stepChange{From: StateRunning, To: StateWaiting, Trigger: "usage_limit", Attempt: s.Attempt}
 	case StepNote:
 		ev.State, ev.Type = current, TypeMessage
 		payload = message{Message: firstNonEmpty(s.Reason, string(s.Kind)), SourceType: firstNonEmpty(s.Status, string(s.Kind))}

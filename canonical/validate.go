@@ -250,8 +250,11 @@ var transitions = map[State][]State{
 	StateRunning: {StateWaiting, StateBlocked, StateError, StateDone, StateCancelled},
 	StateWaiting: {StateRunning, StateError},
 	StateBlocked: {StateRunning, StateCancelled, StateError},
-	StateError:   {StateRunning, StateFailed},
-	StateDone:    {StateIdle},
+	StateError:   {StateRunning, StateFailed, StateWaiting},
+	// A phase the conductor gave up on because its agent met a usage
+	// limit is taken back: it waits for the reset, then runs again.
+	StateFailed: {StateWaiting},
+	StateDone:   {StateIdle},
 }
 
 // Transition reports whether an agent may go from one state to the other.

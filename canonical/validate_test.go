@@ -36,6 +36,9 @@ func TestTransitionTable(t *testing.T) {
 		{StateWaiting, StateError}:     true,
 		// recycling
 		{StateDone, StateIdle}: true,
+		// a phase stopped on a usage limit waits for the reset
+		{StateError, StateWaiting}:  true,
+		{StateFailed, StateWaiting}: true,
 	}
 	for _, from := range States {
 		for _, to := range States {
@@ -48,10 +51,11 @@ func TestTransitionTable(t *testing.T) {
 	if Transition("bogus", "bogus") || Transition("bogus", StateIdle) || Transition(StateIdle, "bogus") {
 		t.Error("a state outside the enum made a transition")
 	}
-	// Terminal states have no way out but recycling a done agent.
+	// Terminal states have no way out but recycling a done agent and a
+	// failed one waiting for a usage limit's reset.
 	for _, s := range []State{StateFailed, StateCancelled} {
 		for _, to := range States {
-			if to != s && Transition(s, to) {
+			if to != s && Transition(s, to) && !(s == StateFailed && to == StateWaiting) {
 				t.Errorf("terminal %s -> %s allowed", s, to)
 			}
 		}

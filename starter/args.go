@@ -89,6 +89,7 @@ var commands = []*command{
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o); taskPoolFlags(fs, o) }},
 	{name: "cost", arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
+	{name: "resume", arg: "<taskId>", summary: "end a task's pause (a usage limit) now (signal resume)", flags: reasonFlag},
 	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o); taskPoolFlags(fs, o) }},
 	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},

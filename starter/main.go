@@ -101,6 +101,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return nil
 	case "abort":
 		return signalTask(ctx, cl, arg, taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}, stdout)
+	case "resume":
+		return signalTask(ctx, cl, arg, taskapi.SignalResume, taskapi.ResumeSignal{Reason: reason}, stdout)
 	case "redispatch":
 		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, slotRequest(inv.opts), stdout); err != nil {
 			return err

@@ -77,6 +77,7 @@ func TestHelpIsShownOnceAndExitsZero(t *testing.T) {
 		"starter:  ":            {"help"},
 		"Usage: starter status": {"status", "-h"},
 		"Usage: starter abort":  {"help", "abort"},
+		"Usage: starter resume": {"help", "resume"},
 		"Usage: starter start":  {"-address", "x:1", "start", "--help", "file.json"},
 	}
 	for want, args := range cases {
@@ -142,6 +143,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 			conn: temporalconn.Flags{Address: "a:1", TaskQueue: "q"}, opts: options{follow: true}, arg: "d.json"},
 		{args: []string{"-task-queue", "q", "start", "-"}, conn: temporalconn.Flags{TaskQueue: "q"}, arg: "-"},
 		{args: []string{"abort", "-reason", "wrong branch", "T5"}, opts: options{reason: "wrong branch"}, arg: "T5"},
+		{args: []string{"resume", "-reason", "limit raised", "T5"}, opts: options{reason: "limit raised"}, arg: "T5"},
 		{args: []string{"redispatch", "T5", "-reason", "again", "-follow"}, opts: options{follow: true, reason: "again"}, arg: "T5"},
 		{args: []string{"plan", "-attempt", "2", "-templates", "/t", "-"}, opts: options{attempt: 2, templates: "/t"}, arg: "-"},
 		{args: []string{"status", "--", "-odd"}, arg: "-odd"},

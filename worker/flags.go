@@ -32,6 +32,8 @@ type config struct {
 	intakeKarvi                    bool
 	intakeHint                     string
 	intakePoll                     time.Duration
+	notifyURL, notifyDeadLetter    string
+	limitPatterns                  string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -59,6 +61,9 @@ var flagEnv = []struct{ flag, env string }{
 	{"intake-karvi", "KARVI_EDDA_INTAKE_KARVI"},
 	{"intake-runtime-hint", "KARVI_EDDA_INTAKE_RUNTIME_HINT"},
 	{"intake-poll", "KARVI_EDDA_INTAKE_POLL"},
+	{"notify-url", "KARVI_EDDA_NOTIFY_URL"},
+	{"notify-dead-letter", "KARVI_EDDA_NOTIFY_DEAD_LETTER"},
+	{"limit-patterns", "KARVI_EDDA_LIMIT_PATTERNS"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -100,6 +105,9 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.intakeKarvi, "intake-karvi", false, "follow the karvi board at -karvi-url and run the tasks it routes here by themselves (needs -sink karvi; docs/intake.md)")
 	fs.StringVar(&c.intakeHint, "intake-runtime-hint", intake.DefaultRuntimeHint, "the runtimeHint of the karvi tasks the intake takes")
 	fs.DurationVar(&c.intakePoll, "intake-poll", intakeapi.DefaultPoll, "how often the intake reads karvi's board again besides its live feed (karvi's review writes without an event)")
+	fs.StringVar(&c.notifyURL, "notify-url", "", "http(s) `URL` of a webhook told when a task pauses or resumes (signed with KARVI_EDDA_NOTIFY_SECRET, which it needs); empty for none")
+	fs.StringVar(&c.notifyDeadLetter, "notify-dead-letter", "", "JSONL `file` keeping the notifications the webhook did not take (default <work-root>/notify-dead-letter.jsonl)")
+	fs.StringVar(&c.limitPatterns, "limit-patterns", "", "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"flag"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,9 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_INTAKE_KARVI":               "true",
 		"KARVI_EDDA_INTAKE_RUNTIME_HINT":        "env-hint",
 		"KARVI_EDDA_INTAKE_POLL":                "7s",
+		"KARVI_EDDA_NOTIFY_URL":                 "http://127.0.0.1:9/hook",
+		"KARVI_EDDA_NOTIFY_DEAD_LETTER":         "/env/dead.jsonl",
+		"KARVI_EDDA_LIMIT_PATTERNS":             "/env/limits.yaml",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -66,6 +71,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		metricsAddr: "127.0.0.1:5",
 		host:        "env-host",
 		intakeKarvi: true, intakeHint: "env-hint", intakePoll: 7 * time.Second,
+		notifyURL: "http://127.0.0.1:9/hook", notifyDeadLetter: "/env/dead.jsonl", limitPatterns: "/env/limits.yaml",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -80,6 +86,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-metrics-addr", "127.0.0.1:6",
 		"-host", "flag-host",
 		"-sink", "karvi", "-intake-karvi=true", "-intake-runtime-hint", "flag-hint", "-intake-poll", "8s",
+		"-notify-url", "https://hooks.example/x", "-notify-dead-letter", "/flag/dead.jsonl", "-limit-patterns", "/flag/limits.yaml",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -94,6 +101,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		metricsAddr: "127.0.0.1:6",
 		host:        "flag-host",
 		intakeKarvi: true, intakeHint: "flag-hint", intakePoll: 8 * time.Second,
+		notifyURL: "https://hooks.example/x", notifyDeadLetter: "/flag/dead.jsonl", limitPatterns: "/flag/limits.yaml",
 	}, c)
 }
 
@@ -173,4 +181,25 @@ func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
 		"KARVI_TEMPORAL_CODEC_KEY", "KARVI_API_TOKEN"} {
 		require.Contains(t, section, v)
 	}
+}
+
+// A webhook without its secret, or a bad pattern file, stops the worker
+// with an error that names the setting.
+func TestPauseSettingsRefuseBadValues(t *testing.T) {
+	_, _, err := newNotifier(config{notifyURL: "http://127.0.0.1:9/hook"}, t.TempDir(), getenv(nil), nil)
+	require.ErrorContains(t, err, "KARVI_EDDA_NOTIFY_SECRET")
+	n, closeN, err := newNotifier(config{notifyURL: "http://127.0.0.1:9/hook"}, t.TempDir(),
+		getenv(map[string]string{"KARVI_EDDA_NOTIFY_SECRET": "s3cret"}), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	require.NotNil(t, n)
+	closeN()
+
+	bad := filepath.Join(t.TempDir(), "limits.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("patterns:\n  - name: broad\n    match: 'rate ?limit'\n"), 0o644))
+	_, err = limitDetector(config{limitPatterns: bad})
+	require.ErrorContains(t, err, "-limit-patterns")
+	require.ErrorContains(t, err, "broad")
+	d, err := limitDetector(config{})
+	require.NoError(t, err)
+	require.NotNil(t, d)
 }

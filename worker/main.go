@@ -138,6 +138,15 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	detector, err := limitDetector(c)
+	if err != nil {
+		return err
+	}
+	notifier, closeNotifier, err := newNotifier(c, layout.Root(), os.Getenv, logger)
+	if err != nil {
+		return err
+	}
+	defer closeNotifier()
 	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
 	intakeflow.Register(w)
@@ -150,8 +159,9 @@ func run(c config) error {
 		TailPoll:   c.tailPoll,
 		EventsDir:  eventsDir,
 		Host:       host,
+		Limits:     detector,
 	}
-	acts := &activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec}
+	acts := &activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&activities.SlotActivities{Temporal: cl})

@@ -12,6 +12,7 @@ const (
 	SignalAbort      = taskapi.SignalAbort
 	SignalRedispatch = taskapi.SignalRedispatch
 	SignalNote       = taskapi.SignalNote
+	SignalResume     = taskapi.SignalResume
 	QueryBrief       = taskapi.QueryBrief
 	QueryStatus      = taskapi.QueryStatus
 	QueryCost        = taskapi.QueryCost
@@ -22,6 +23,7 @@ const (
 	StageRunning = taskapi.StageRunning
 	StageFinish  = taskapi.StageFinish
 	StageDone    = taskapi.StageDone
+	StagePaused  = taskapi.StagePaused
 
 	EndedCompleted    = taskapi.EndedCompleted
 	EndedBlocked      = taskapi.EndedBlocked
@@ -36,6 +38,7 @@ type (
 	AbortSignal      = taskapi.AbortSignal
 	RedispatchSignal = taskapi.RedispatchSignal
 	NoteSignal       = taskapi.NoteSignal
+	ResumeSignal     = taskapi.ResumeSignal
 	Stage            = taskapi.Stage
 	AttemptSummary   = taskapi.AttemptSummary
 	Status           = taskapi.Status

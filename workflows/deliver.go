@@ -39,7 +39,7 @@ func (r *taskRun) startAttempt() error {
 	stream := r.streamFor()
 	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
-		Stream: stream,
+		Stream: stream, WatchLimits: r.limitsOn,
 	}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
@@ -131,6 +131,9 @@ func (r *taskRun) deliver() error {
 // its plan's timeout is stopped.
 func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 	a := &r.st.Current
+	if r.limitsOn && res.Limit != nil {
+		return r.pauseOnLimit(res)
+	}
 	if a.Outcome != nil {
 		a.Stage = StageFinish
 		return nil
@@ -152,8 +155,9 @@ func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
 		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
-		Job:    a.Job,
-		Stream: r.streamFor(),
+		Job:        a.Job,
+		Stream:     r.streamFor(),
+		LimitWatch: activities.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
 	}
 }
 
@@ -188,6 +192,9 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 	}
 	if res.Job != nil {
 		a.Job = res.Job
+	}
+	if res.WatchLimits {
+		a.Transcripts = res.Transcripts
 	}
 	r.upsertSearch()
 	r.showDetails()

@@ -6,6 +6,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // State is everything a task workflow knows. It is carried whole across
@@ -41,6 +42,10 @@ type State struct {
 	// (mapping.AttemptNonce of the workflow id and its first run id); empty
 	// for a workflow that began before attempts carried one (identity.go).
 	Chain string `json:"chain,omitempty"`
+	// Pause is the task's pause while it is paused (pause.go); Pauses
+	// counts every pause of the task.
+	Pause  *taskapi.Pause `json:"pause,omitempty"`
+	Pauses int            `json:"pauses,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -83,6 +88,11 @@ type Attempt struct {
 	// queue (fleet.go). Empty before the attempt started, or when it was
 	// started by a worker without a host.
 	Host string `json:"host,omitempty"`
+	// Transcripts is how far the agents' transcripts were read for a usage
+	// limit; Resumes counts the conductor runs that continued the plan
+	// after a pause (pause.go).
+	Transcripts activities.TranscriptCursor `json:"transcripts,omitempty"`
+	Resumes     int                         `json:"resumes,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

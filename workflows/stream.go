@@ -73,7 +73,9 @@ func (r *taskRun) step(s canonical.Step) {
 	// input, which history keeps.
 	s.Title, s.Reason = redact.String(s.Title), redact.String(s.Reason)
 	ev := canonical.FromStep(s, canonical.StepContext{RunID: st.RunID, TaskID: r.st.Dispatch.TaskID, Source: st.Source})
-	st.Agent = ev.State
+	if ev.AgentID == canonical.WorkflowAgent {
+		st.Agent = ev.State
+	}
 	st.Pending = append(st.Pending, ev)
 }
 

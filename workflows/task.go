@@ -56,6 +56,9 @@ type taskRun struct {
 	deliverInTail bool
 	// slotsOn: each attempt waits for an agent slot (slots.go).
 	slotsOn bool
+	// limitsOn: deliveries follow the transcripts, and a usage limit
+	// pauses the task (pause.go).
+	limitsOn bool
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
 	searchPhase, searchPlan string
@@ -155,9 +158,10 @@ func (r *taskRun) run() (Result, error) {
 	// attempt's conductor activities to its host (fleet.go). Each marker
 	// costs two history events, so a later change of the same moment
 	// raises this one's version instead of adding its own.
-	v := workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, versionHostRouting)
+	v := workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, versionUsageLimits)
 	r.deliverInTail = v >= 1
 	r.hostRouting = v >= versionHostRouting
+	r.limitsOn = v >= versionUsageLimits
 	if !r.deliverInTail {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
@@ -184,6 +188,8 @@ func (r *taskRun) run() (Result, error) {
 			} else {
 				err = r.tail()
 			}
+		case StagePaused:
+			err = r.paused()
 		case StageFinish:
 			err = r.finish()
 		case StageDone:
@@ -564,6 +570,8 @@ func (r *taskRun) status() Status {
 		StreamWarnings:  r.st.Counts.StreamWarnings,
 		StreamDropped:   r.st.Counts.StreamDropped,
 		Slot:            r.slotStatus(),
+		Pause:           r.st.Pause,
+		Pauses:          r.st.Pauses,
 	}
 	if r.st.Stream != nil {
 		s.Stream = r.st.Stream.RunID

@@ -23,6 +23,8 @@ type agentResult struct {
 	kind  string
 	cost  *float64
 	error string // crash message
+	// limitReset is set when the agent met a usage limit (limit.go).
+	limitReset time.Time
 }
 
 // agentChildArg is the hidden subcommand a `child` agent runs as.

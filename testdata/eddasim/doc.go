@@ -73,6 +73,13 @@
 //	timeout           the agent reports a timeout: phase stale, plan blocked
 //	budget, maxturns  the agent stops on budget/max turns: failed, budget_exceeded, plan blocked
 //	skip [reason=R]   the phase is skipped (phase_skipped) without running
+//	limit[=fail|pass] the agent's account hits its usage limit, as Claude Code reports it: the
+//	                  transcript gets a rejected rate_limit_event (resetsAt) and a result with
+//	                  subtype success, is_error true, api_error_status 429 and cost 0; the
+//	                  checks then fail (fail, the default: attempts spent at once) or pass
+//	                  (pass: the phase passes with no work done) until the reset
+//	resets=DURATION   how long a limit lasts from its first hit (default 2s); kept in
+//	                  sim-limit-{phase} in the state directory, so a later run meets it too
 //	delay=DURATION    simulated agent time per attempt (Go duration; default 50ms)
 //	cost=F|null       cost_usd the agent reports per finished attempt (default 0.10)
 //	error="msg"       failure text for fail/crash/checks=fail

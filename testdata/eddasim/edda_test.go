@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The behaviours below are the real edda conductor's, as measured; the
@@ -248,5 +249,76 @@ phases:
 	}
 	if a := mustPhase(t, readPlanState(t, dir, "leaves"), "a"); a.Status != phaseStale {
 		t.Errorf("phase a = %q, want stale", a.Status)
+	}
+}
+
+// A usage limit is success-shaped, as Claude Code's: the transcript holds
+// a rejected rate_limit_event with resetsAt and a result with subtype
+// success, is_error true and api_error_status 429; the checks then fail
+// and every attempt is spent at once on the limit; after the reset, a
+// retry and a new run complete the plan.
+func TestUsageLimitIsSuccessShapedAndLastsUntilItsReset(t *testing.T) {
+	dir := newPlan(t, `name: limited
+max_attempts: 3
+phases:
+  - id: a
+    prompt: "[sim limit resets=1s]"
+`)
+	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	st := readPlanState(t, dir, "limited")
+	if a := mustPhase(t, st, "a"); a.Status != phaseFailed || a.Attempts != 3 {
+		t.Fatalf("phase a = %+v, want failed after 3 attempts", a)
+	}
+	if st.TotalCostUSD != 0 {
+		t.Errorf("total_cost_usd = %v, want 0", st.TotalCostUSD)
+	}
+	files, _ := filepath.Glob(filepath.Join(stateDir(dir, "limited"), "transcripts", "a-*.jsonl"))
+	if len(files) != 3 {
+		t.Fatalf("transcripts %v, want 3", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawEvent, sawResult bool
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		switch m["type"] {
+		case "rate_limit_event":
+			info, _ := m["rate_limit_info"].(map[string]any)
+			reset, _ := info["resetsAt"].(float64)
+			sawEvent = info["status"] == "rejected" && reset > 0
+		case "result":
+			text, _ := m["result"].(string)
+			sawResult = m["subtype"] == "success" && m["is_error"] == true && m["api_error_status"] == 429.0 &&
+				strings.HasPrefix(text, "You've hit your limit · resets ")
+		}
+	}
+	if !sawEvent || !sawResult {
+		t.Fatalf("transcript lacks the limit's signs:\n%s", data)
+	}
+	time.Sleep(2 * time.Second) // past the reset
+	assertExit(t, runSim(t, dir, nil, "conduct", "retry", "a"), 0)
+	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	if st := readPlanState(t, dir, "limited"); st.PlanStatus != planCompleted {
+		t.Errorf("after the reset: plan %q", st.PlanStatus)
+	}
+}
+
+// With `limit=pass` (a phase without checks, or whose checks hold) the
+// limited phase passes at cost 0 with no work done, as with edda.
+func TestUsageLimitPassesACheckLessPhase(t *testing.T) {
+	dir := newPlan(t, `name: limited-pass
+phases:
+  - id: a
+    prompt: "[sim limit=pass resets=1m]"
+`)
+	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	st := readPlanState(t, dir, "limited-pass")
+	if st.PlanStatus != planCompleted || st.TotalCostUSD != 0 {
+		t.Errorf("plan %q cost %v, want completed at 0", st.PlanStatus, st.TotalCostUSD)
 	}
 }

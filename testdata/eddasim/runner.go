@@ -277,7 +277,15 @@ func (r *runner) runPhase(id string) error {
 	}
 
 	tr := r.openTranscript(id)
-	res := r.runAgent(ph, spec, attempt)
+	var res agentResult
+	if reset, hit := r.usageLimit(id, spec); hit {
+		time.Sleep(spec.Delay)
+		zero := 0.0
+		res = agentResult{kind: agentDone, cost: &zero, limitReset: reset}
+		spec = limitedSpec(spec)
+	} else {
+		res = r.runAgent(ph, spec, attempt)
+	}
 	tr.finish(id, attempt, res)
 	elapsed := func() int64 { return time.Since(start).Milliseconds() }
 

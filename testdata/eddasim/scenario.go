@@ -18,6 +18,8 @@ const scenarioEnv = "EDDASIM_SCENARIO"
 const (
 	defaultDelay = 50 * time.Millisecond
 	defaultCost  = 0.10
+	// defaultResets is how long a simulated usage limit lasts.
+	defaultResets = 2 * time.Second
 )
 
 // always marks a count-valued outcome (fail, crash) that never runs out.
@@ -47,6 +49,13 @@ type simSpec struct {
 	// Edit is a file (relative to the plan's cwd) the agent changes in a
 	// finished attempt, committing it when the cwd is a git work tree.
 	Edit string
+	// Limit: the agent's account hits its usage limit in this phase, as
+	// Claude Code reports it (success-shaped, see transcript.go); "fail"
+	// fails the checks of a limited attempt (the agent did no work),
+	// "pass" lets them pass. Resets is how long after the first hit the
+	// limit lasts (default defaultResets).
+	Limit  string
+	Resets time.Duration
 }
 
 func (s simSpec) failsAt(attempt int) bool {
@@ -64,12 +73,13 @@ type directive struct {
 }
 
 // outcomeKeys are cleared by a higher-priority `pass`.
-var outcomeKeys = []string{"fail", "crash", "die", "hang", "timeout", "budget", "maxturns", "skip"}
+var outcomeKeys = []string{"fail", "crash", "die", "hang", "timeout", "budget", "maxturns", "skip", "limit"}
 
 var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
 	"error": true, "checks": true, "events": true, "child": true, "orphan": true, "strict": true, "phase": true, "edit": true,
+	"limit": true, "resets": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -290,7 +300,7 @@ func noValue(key, v string) error {
 
 func buildSpec(acc map[string]string) (simSpec, error) {
 	cost := defaultCost
-	s := simSpec{Delay: defaultDelay, Cost: &cost, Checks: "real"}
+	s := simSpec{Delay: defaultDelay, Cost: &cost, Checks: "real", Resets: defaultResets}
 	var err error
 	for k, v := range acc {
 		switch k {
@@ -350,6 +360,20 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 				err = fmt.Errorf("checks=%q: want real, pass or fail", v)
 			}
 			s.Checks = v
+		case "limit":
+			switch v {
+			case "", "fail":
+				s.Limit = "fail"
+			case "pass":
+				s.Limit = "pass"
+			default:
+				err = fmt.Errorf("limit=%q: want no value, fail or pass", v)
+			}
+		case "resets":
+			s.Resets, err = time.ParseDuration(v)
+			if err == nil && s.Resets <= 0 {
+				err = fmt.Errorf("resets=%q: want a positive duration", v)
+			}
 		case "edit":
 			s.Edit = v
 			if v == "" || filepath.IsAbs(v) || strings.HasPrefix(filepath.Clean(v), "..") {

@@ -40,6 +40,14 @@ func (r *runner) openTranscript(phaseID string) *transcript {
 // or interrupted agent wrote none.
 func (t *transcript) finish(phaseID string, attempt int, res agentResult) {
 	text := fmt.Sprintf("eddasim: phase %s, attempt %d", phaseID, attempt)
+	if !res.limitReset.IsZero() {
+		t.write(map[string]any{"type": "rate_limit_event", "session_id": t.session,
+			"rate_limit_info": map[string]any{"status": "rejected", "resetsAt": res.limitReset.Unix(), "rateLimitType": "five_hour"}})
+		t.write(map[string]any{"type": "result", "subtype": "success", "is_error": true, "api_error_status": 429,
+			"session_id": t.session, "result": limitText(res.limitReset), "num_turns": 1, "total_cost_usd": 0,
+			"usage": map[string]any{"input_tokens": 0, "output_tokens": 0}})
+		return
+	}
 	t.write(map[string]any{"type": "assistant", "session_id": t.session,
 		"message": map[string]any{"role": "assistant", "content": []map[string]any{{"type": "text", "text": text}}}})
 	subtype := ""

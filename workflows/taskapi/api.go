@@ -19,9 +19,11 @@ const (
 	SignalAbort      = "abort"
 	SignalRedispatch = "redispatch"
 	// SignalNote adds a note to the task's brief (a run's budget warning).
-	SignalNote  = "note"
-	QueryBrief  = "brief"
-	QueryStatus = "status"
+	SignalNote = "note"
+	// SignalResume ends a task's pause early (ResumeSignal).
+	SignalResume = "resume"
+	QueryBrief   = "brief"
+	QueryStatus  = "status"
 	// QueryCost answers what the task spent (Cost).
 	QueryCost = "cost"
 	// QueryJob answers the task as a job of attempts (jobview.Job).
@@ -128,7 +130,72 @@ type Tuning struct {
 	// asks the pool again (default 5 minutes): a pool that was terminated
 	// never sends the notice, and asking again starts a fresh one.
 	SlotAskEvery time.Duration `json:"slotAskEvery,omitempty"`
+	// PauseMargin is added to a usage limit's reset before the paused task
+	// resumes (default 1 minute); PauseWait is the pause when the reset is
+	// unknown (default 30 minutes); MaxPauses ends a task that paused that
+	// many times blocked (default 10).
+	PauseMargin time.Duration `json:"pauseMargin,omitempty"`
+	PauseWait   time.Duration `json:"pauseWait,omitempty"`
+	MaxPauses   int           `json:"maxPauses,omitempty"`
 }
+
+const (
+	defaultPauseMargin = time.Minute
+	defaultPauseWait   = 30 * time.Minute
+	defaultMaxPauses   = 10
+)
+
+// PauseMarginOrDefault is PauseMargin, or its default when unset.
+func (t *Tuning) PauseMarginOrDefault() time.Duration {
+	if t != nil && t.PauseMargin > 0 {
+		return t.PauseMargin
+	}
+	return defaultPauseMargin
+}
+
+// PauseWaitOrDefault is PauseWait, or its default when unset.
+func (t *Tuning) PauseWaitOrDefault() time.Duration {
+	if t != nil && t.PauseWait > 0 {
+		return t.PauseWait
+	}
+	return defaultPauseWait
+}
+
+// MaxPausesOrDefault is MaxPauses, or its default when unset.
+func (t *Tuning) MaxPausesOrDefault() int {
+	if t != nil && t.MaxPauses > 0 {
+		return t.MaxPauses
+	}
+	return defaultMaxPauses
+}
+
+// ResumeSignal is the payload of the resume signal; every field is
+// optional.
+type ResumeSignal struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Pause is a task's pause as the status query shows it.
+type Pause struct {
+	// Reason is PausedUsageLimit.
+	Reason string `json:"reason"`
+	// Phase is the phase whose agent met the limit.
+	Phase string `json:"phase,omitempty"`
+	// Since is when the task paused, Until when it resumes by itself,
+	// ResetAt the limit's reset as read (zero when unknown).
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+	ResetAt time.Time `json:"resetAt,omitzero"`
+	// Source names what recognised the limit; Text is its message,
+	// secrets masked.
+	Source string `json:"source,omitempty"`
+	Text   string `json:"text,omitempty"`
+	// Count is how many times the task paused, this pause included.
+	Count int `json:"count"`
+}
+
+// PausedUsageLimit is the reason of a pause for an agent's usage limit.
+const PausedUsageLimit = "usage_limit"
 
 const (
 	defaultTailWait     = 20 * time.Second
@@ -224,6 +291,9 @@ const (
 	StageRunning Stage = "running" // conductor started, tailing its events
 	StageFinish  Stage = "finish"  // outcome known, task status not yet written
 	StageDone    Stage = "done"    // the task ended with this attempt
+	// StagePaused: the conductor was stopped for a usage limit; the same
+	// plan continues at the reset (or on the resume signal).
+	StagePaused Stage = "paused"
 )
 
 // How an attempt ended (AttemptSummary.Ended).
@@ -304,6 +374,9 @@ type Status struct {
 	// activities go; empty before the attempt started, or when its worker
 	// named no host.
 	Host string `json:"host,omitempty"`
+	// Pause is the task's pause while it is paused; Pauses counts them.
+	Pause  *Pause `json:"pause,omitempty"`
+	Pauses int    `json:"pauses,omitempty"`
 }
 
 // SlotStatus is an attempt's agent slot as the status query shows it.

@@ -1,0 +1,165 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/notify"
+	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/workflows"
+)
+
+// An agent that hits its usage limit in the implement phase, as Claude
+// Code reports one (a success-shaped result the conductor takes for done;
+// its checks then fail): the task pauses instead of failing, resumes the
+// same plan after the reset, and completes with no attempt counted; the
+// phase before the limit is not run again.
+func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
+	hook := newHookReceiver(t, "hook-secret")
+	r := testrig.New(t, testrig.Options{Env: []string{"KARVI_EDDA_NOTIFY_SECRET=hook-secret"},
+		WorkerArgs: []string{"-notify-url", hook.srv.URL}})
+	r.Workspace("T40")
+	d := testrig.Dispatch(t, "T40", "Add user authentication with JWT. [sim phase=test limit resets=3s]")
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+
+	var paused workflows.Status
+	require.Eventually(t, func() bool {
+		st, err := r.Status("T40")
+		if err == nil && st.Pause != nil {
+			paused = st
+			return true
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "the task must pause")
+	require.Equal(t, workflows.StagePaused, paused.Stage)
+	require.Equal(t, "usage_limit", paused.Pause.Reason)
+	require.Equal(t, "test", paused.Pause.Phase)
+	require.Equal(t, "sign:rate_limit_event", paused.Pause.Source)
+	require.False(t, paused.Pause.ResetAt.IsZero(), "the reset is read from resetsAt")
+	require.True(t, paused.Pause.Until.After(paused.Pause.ResetAt))
+	require.Empty(t, r.LiveConductors(), "the conductor is stopped while the task is paused")
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt, "a pause is not an attempt")
+	require.Equal(t, r.PlanName("T40", 1), res.PlanName, "the same plan continued")
+	require.Equal(t, "completed", r.FileStatus("T40")["status"])
+
+	st, err := r.Status("T40")
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Pauses)
+	require.Nil(t, st.Pause)
+
+	// The phase before the limit ran once; the limited phase's last run
+	// passed.
+	starts := map[string]int{}
+	for _, ev := range r.Events("T40", res.PlanName) {
+		if ev["type"] == "phase_start" {
+			id, _ := ev["phase_id"].(string)
+			starts[id]++
+		}
+	}
+	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
+	require.GreaterOrEqual(t, starts["test"], 2, "phases: %v", starts)
+
+	// A person was told of the pause and of the resume, each once, signed.
+	require.Eventually(t, func() bool { return len(hook.kinds()) >= 2 }, 10*time.Second, 50*time.Millisecond)
+	require.Equal(t, []string{"paused", "resumed"}, hook.kinds())
+	require.Equal(t, "T40", hook.events()[0]["task_id"])
+	require.NotEmpty(t, hook.events()[0]["reset_at"])
+}
+
+// hookReceiver is a webhook that checks each delivery's signature and
+// keeps each delivery id once.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	seen   map[string]bool
+	evs    []map[string]any
+	secret string
+}
+
+func newHookReceiver(t *testing.T, secret string) *hookReceiver {
+	h := &hookReceiver{seen: map[string]bool{}, secret: secret}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil || notify.VerifySignature([]byte(h.secret), body, req.Header.Get(notify.HeaderSignature)) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(body, &ev); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if id, _ := ev["id"].(string); !h.seen[id] {
+			h.seen[id] = true
+			h.evs = append(h.evs, ev)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookReceiver) events() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.evs...)
+}
+
+func (h *hookReceiver) kinds() []string {
+	var out []string
+	for _, ev := range h.events() {
+		k, _ := ev["kind"].(string)
+		out = append(out, k)
+	}
+	return out
+}
+
+// The worker SIGKILLed while the task is paused, and started again after
+// the reset: the durable timer still resumes the task, once, and it
+// completes in its first attempt with one resumed conductor.
+func TestUsageLimitPauseSurvivesTheWorker(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T41")
+	d := testrig.Dispatch(t, "T41", "Add user authentication with JWT. [sim phase=docs limit resets=2s]")
+	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+	require.Eventually(t, func() bool {
+		st, err := r.Status("T41")
+		return err == nil && st.Pause != nil
+	}, 30*time.Second, 50*time.Millisecond, "the task must pause")
+	require.NoError(t, r.KillWorker())
+	time.Sleep(3 * time.Second) // past the reset, with no worker
+	r.StartWorker()
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	resumed, err := filepath.Glob(filepath.Join(r.WorkRoot, "runs", "T41", res.PlanName+"-resume-*"))
+	require.NoError(t, err)
+	require.Len(t, resumed, 1, "one resumed conductor")
+	starts := map[string]int{}
+	for _, ev := range r.Events("T41", res.PlanName) {
+		if ev["type"] == "phase_start" {
+			id, _ := ev["phase_id"].(string)
+			starts[id]++
+		}
+	}
+	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
+	require.Equal(t, 1, starts["test"], "phases: %v", starts)
+}
