@@ -67,6 +67,10 @@ type gate struct {
 	refused atomic.Int64 // 429 answers seen
 	sent    atomic.Int64 // requests sent
 
+	// attending counts the tasks this process is running against this
+	// karvi (Client.Attend): each will still need reservePerTask requests.
+	attending atomic.Int64
+
 	board boardCache
 }
 
@@ -185,11 +189,21 @@ func (g *gate) waitPause(ctx context.Context, op string) error {
 	}
 }
 
+// reservePerTask is what a short task running under congestion still
+// needs of the bucket: its status writes (dispatched, in_progress, the
+// final one with the dispatch result) and one brief write that carries
+// everything its events made.
+const reservePerTask = 4
+
 // congested reports whether brief writes should be merged now: karvi asked
-// to wait, a status write is queued, or less than half of the bucket is
-// left. Merging before the bucket is empty keeps tokens for the tasks that
-// start later (their skeletons and statuses); a burst of events while the
-// bucket is fuller still leaves one PATCH per event, as without a limit.
+// to wait, a status write is queued, less than half of the bucket is left,
+// or less than the tasks running against this karvi still need
+// (reservePerTask each). Merging before the bucket is empty keeps tokens
+// for the tasks that start later (their skeletons and statuses), and
+// merging from the start when many tasks run at once keeps the first of
+// them from spending the bucket on one PATCH per event while the others
+// wait; a burst of events while the bucket is fuller than both still
+// leaves one PATCH per event, as without a limit.
 func (g *gate) congested() bool {
 	g.mu.Lock()
 	paused := time.Now().Before(g.pausedUntil)
@@ -199,7 +213,21 @@ func (g *gate) congested() bool {
 	if paused || urgent {
 		return true
 	}
-	return lim != nil && lim.Tokens() < 1+float64(lim.Burst())/2
+	if lim == nil {
+		return false
+	}
+	keep := max(1+float64(lim.Burst())/2, float64(reservePerTask*g.attending.Load()))
+	return lim.Tokens() < keep
+}
+
+// Attend counts a task as running against c's karvi until done is called
+// (the tasks running make brief writes merge sooner: Congested). Calling
+// done more than once counts once.
+func (c *Client) Attend() (done func()) {
+	g := c.gate
+	g.attending.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { g.attending.Add(-1) }) }
 }
 
 type urgentKey struct{}
@@ -272,6 +300,7 @@ func (c *Client) Stats() Stats {
 }
 
 // Congested reports whether brief writes to c's karvi should be merged now
-// (half the rate limit's bucket is used, karvi asked to wait, or a status
-// write is queued). Delivery merges brief updates while it is.
+// (half the rate limit's bucket is used, or what the tasks running need of
+// it (Attend), karvi asked to wait, or a status write is queued). Delivery
+// merges brief updates while it is, and holds them until it is not.
 func (c *Client) Congested() bool { return c.gate.congested() }

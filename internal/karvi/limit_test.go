@@ -236,3 +236,32 @@ func TestCongested(t *testing.T) {
 		}
 	}
 }
+
+// Many tasks running at once make brief writes merge before half the
+// bucket is used: each still needs a few requests (its status writes and
+// one brief write), and a bucket that cannot cover them all is congested
+// from the start. One task alone leaves the bucket's half as the mark, so
+// its events still go one PATCH each.
+func TestCongestedWhenTheTasksRunningNeedTheBucket(t *testing.T) {
+	_, url := startFake(t, karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	c := newClient(t, url, karvi.WithRateLimit(120)) // a bucket of 108 locally
+	one := c.Attend()
+	if c.Congested() {
+		t.Fatal("congested with one task running and a full bucket")
+	}
+	var done []func()
+	for range 29 {
+		done = append(done, c.Attend())
+	}
+	if !c.Congested() {
+		t.Fatal("not congested with 30 tasks running that need more than the bucket")
+	}
+	for _, d := range done {
+		d()
+		d() // a second call counts once
+	}
+	if c.Congested() {
+		t.Fatal("still congested once the tasks ended")
+	}
+	one()
+}
