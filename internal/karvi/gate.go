@@ -3,6 +3,7 @@ package karvi
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -70,6 +71,11 @@ type gate struct {
 	// attending counts the tasks this process is running against this
 	// karvi (Client.Attend): each will still need reservePerTask requests.
 	attending atomic.Int64
+
+	// pace is requests a second sent lately, decaying with demandTau;
+	// paceAt is when it was last brought up to date. Under mu.
+	pace   float64
+	paceAt time.Time
 
 	board boardCache
 }
@@ -189,6 +195,29 @@ func (g *gate) waitPause(ctx context.Context, op string) error {
 	}
 }
 
+// demandTau is how fast the pace of requests forgets; demandAhead how far
+// ahead congested looks at that pace.
+const (
+	demandTau   = time.Second
+	demandAhead = 3 * time.Second
+)
+
+// decayedPace is pace, measured at from, as it stands at now.
+func decayedPace(pace float64, from, now time.Time) float64 {
+	if from.IsZero() || !now.After(from) {
+		return pace
+	}
+	return pace * math.Exp(-now.Sub(from).Seconds()/demandTau.Seconds())
+}
+
+// sentAt counts one request sent at now in the pace.
+func (g *gate) sentAt(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pace = decayedPace(g.pace, g.paceAt, now) + 1/demandTau.Seconds()
+	g.paceAt = now
+}
+
 // reservePerTask is what a short task running under congestion still
 // needs of the bucket: its status writes (dispatched, in_progress, the
 // final one with the dispatch result) and one brief write that carries
@@ -198,17 +227,21 @@ const reservePerTask = 4
 // congested reports whether brief writes should be merged now: karvi asked
 // to wait, a status write is queued, less than half of the bucket is left,
 // or less than the tasks running against this karvi still need
-// (reservePerTask each). Merging before the bucket is empty keeps tokens
+// (reservePerTask each), or that much is left but the pace of requests
+// lately would take it within a few seconds (many tasks starting at once,
+// before they are all counted as running). Merging before the bucket is empty keeps tokens
 // for the tasks that start later (their skeletons and statuses), and
 // merging from the start when many tasks run at once keeps the first of
 // them from spending the bucket on one PATCH per event while the others
 // wait; a burst of events while the bucket is fuller than both still
 // leaves one PATCH per event, as without a limit.
 func (g *gate) congested() bool {
+	now := time.Now()
 	g.mu.Lock()
-	paused := time.Now().Before(g.pausedUntil)
+	paused := now.Before(g.pausedUntil)
 	urgent := g.urgent > 0
 	lim := g.lim
+	pace := decayedPace(g.pace, g.paceAt, now)
 	g.mu.Unlock()
 	if paused || urgent {
 		return true
@@ -216,8 +249,17 @@ func (g *gate) congested() bool {
 	if lim == nil {
 		return false
 	}
-	keep := max(1+float64(lim.Burst())/2, float64(reservePerTask*g.attending.Load()))
-	return lim.Tokens() < keep
+	return outpaced(lim.TokensAt(now), lim.Burst(), float64(lim.Limit()), pace, int(g.attending.Load()))
+}
+
+// outpaced reports whether brief writes should merge: the tokens left,
+// less what the pace of requests lately (per second, above the refill)
+// would take within demandAhead, fall below half the bucket or below
+// what the tasks running still need.
+func outpaced(tokens float64, burst int, refill, pace float64, attending int) bool {
+	ahead := max(0, pace-refill) * demandAhead.Seconds()
+	keep := max(1+float64(burst)/2, float64(reservePerTask*attending))
+	return tokens-ahead < keep
 }
 
 // Attend counts a task as running against c's karvi until done is called

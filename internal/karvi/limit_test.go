@@ -265,3 +265,34 @@ func TestCongestedWhenTheTasksRunningNeedTheBucket(t *testing.T) {
 	}
 	one()
 }
+
+// Requests sent much faster than the limit refills make brief writes merge
+// before half the bucket is used: at that pace the bucket would be empty
+// within seconds (many tasks starting at once, before they are all
+// counted as running). One task's events at an ordinary pace do not.
+func TestCongestedWhenRequestsOutpaceTheRefill(t *testing.T) {
+	_, url := startFake(t, karvifake.Options{RateLimit: karvifake.RateLimitOff}, withBrief("T1", "in_progress"))
+	c := newClient(t, url, karvi.WithRateLimit(120)) // a bucket of 108 locally
+	ctx := context.Background()
+	defer c.Attend()()
+	// A few PATCHes at a walking pace: not congested.
+	for range 3 {
+		if err := c.PatchBrief(ctx, "T1", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	if c.Congested() {
+		t.Fatal("congested after three requests at a walking pace")
+	}
+	// Thirty at once, a fifth of the bucket: at this pace the rest goes
+	// in a couple of seconds.
+	for range 30 {
+		if err := c.PatchBrief(ctx, "T1", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.Congested() {
+		t.Fatal("not congested while requests outpace the refill by far")
+	}
+}
