@@ -170,6 +170,16 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	}
 	res.Conductor = &h
 	d.req.Handle = h
+	if d.hold.Held() > 0 && d.req.CheckpointEvery > 0 {
+		// The skeleton waits its turn (karvi is congested) and goes with
+		// the first checkpoint at the latest: that checkpoint comes no
+		// sooner than heldFirstCheckpoint (and at most twice that), so
+		// that a short task's whole brief is one write instead of the
+		// skeleton at a first checkpoint and the rest at its end. The
+		// workflow hears of the attempt a few seconds later than it
+		// would while karvi is not congested.
+		d.req.CheckpointEvery = max(d.req.CheckpointEvery, heldFirstCheckpoint)
+	}
 	if err := d.run(ctx); err != nil {
 		return StartAttemptResult{}, err
 	}

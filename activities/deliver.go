@@ -97,6 +97,9 @@ const (
 	// sink is congested) looks whether it can send them, while no event
 	// comes: about one refill of karvi's default rate limit.
 	heldRecheck = 500 * time.Millisecond
+	// heldFirstCheckpoint is the least interval of an attempt's first
+	// checkpoint while its skeleton is held (StartAttempt).
+	heldFirstCheckpoint = 2500 * time.Millisecond
 	// maxResumeBytes bounds how much of the log a resumed delivery reads
 	// ahead to find what the sink already has.
 	maxResumeBytes = 16 << 20
