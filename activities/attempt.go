@@ -122,9 +122,10 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 			// the task's status with its earlier brief.
 			err = d.hold.HoldWhole(skeleton.Body)
 		} else {
-			// Otherwise the conductor starts after the skeleton: it waits
-			// its turn at karvi's rate limit with the status writes, not
-			// the brief updates.
+			// Otherwise the conductor starts after the skeleton, which
+			// waits its turn at karvi's rate limit with the status writes,
+			// not the brief updates; unless karvi became congested since
+			// the read, and the skeleton is held like any patch.
 			err = d.patch(karvi.Urgent(ctx), skeleton)
 		}
 		if err != nil {

@@ -419,7 +419,7 @@ func (d *delivery) patch(ctx context.Context, p mapping.Patch) error {
 
 // flush sends what hold merged, as one write standing for n patches: a
 // PATCH, or a replacement of the whole brief when what is held began with
-// the attempt's skeleton (holdSkeleton).
+// the attempt's skeleton (Coalescer.HoldWhole, in StartAttempt).
 func (d *delivery) flush(ctx context.Context) error {
 	body, n, whole, err := d.hold.Take()
 	if err != nil || n == 0 || d.sinkDown {
