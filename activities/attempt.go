@@ -68,6 +68,7 @@ type StartAttemptResult struct {
 func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) (StartAttemptResult, error) {
 	stopBeat := heartbeat(ctx, heartbeatEvery)
 	defer stopBeat()
+	defer sink.Attend(a.Sink)()
 	info, err := a.PreparePlan(ctx, PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
 	if err != nil {
 		return StartAttemptResult{}, err
@@ -94,7 +95,9 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	// A first try while the sink is congested (karvi's rate limit) skips
 	// the read and replaces the brief whole instead, when the sink can:
 	// one request, where a read and a patch that nulls the earlier
-	// brief's fields are two.
+	// brief's fields are two. That replacement is held, like the patches
+	// that wait their turn, and merged with the events' patches that
+	// follow: a short task's brief then costs one request in all.
 	replace := !retried && sink.Congested(a.Sink) && sink.CanReplace(a.Sink)
 	var held map[string]any
 	if !replace {
@@ -114,13 +117,21 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	}
 	if sendSkeleton {
 		d.brief.ForgetHeld(held)
-		// The conductor starts after the skeleton: it waits its turn at
-		// karvi's rate limit with the status writes, not the brief updates.
-		send := d.patch
+		skeleton := d.enc.Init(&d.brief)
+		var err error
 		if replace {
-			send = d.replace
+			// Sent with the first checkpoint at the latest (finish), or
+			// once karvi is no longer congested; until then karvi shows
+			// the task's status with its earlier brief.
+			err = d.hold.HoldWhole(skeleton.Body)
+		} else {
+			// Otherwise the conductor starts after the skeleton, which
+			// waits its turn at karvi's rate limit with the status writes,
+			// not the brief updates; unless karvi became congested since
+			// the read, and the skeleton is held like any patch.
+			err = d.patch(karvi.Urgent(ctx), skeleton)
 		}
-		if err := send(karvi.Urgent(ctx), d.enc.Init(&d.brief)); err != nil {
+		if err != nil {
 			return StartAttemptResult{}, err
 		}
 	}
@@ -149,6 +160,12 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	h, err := a.StartConductor(ctx, StartRequest{Plan: info})
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ErrConductorStart {
+		// The attempt ends here: a held skeleton goes now, so that the
+		// patch that settles the attempt applies to it.
+		if err := d.flush(ctx); err != nil {
+			return StartAttemptResult{}, err
+		}
+		res.SinkProblem = d.res.SinkProblem
 		res.StartError = appErr.Message()
 		return res, nil
 	}
@@ -157,10 +174,20 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	}
 	res.Conductor = &h
 	d.req.Handle = h
+	if d.hold.Held() > 0 && d.req.CheckpointEvery > 0 {
+		// The skeleton waits its turn (karvi is congested) and goes with
+		// the first checkpoint at the latest: that checkpoint comes no
+		// sooner than heldFirstCheckpoint (and at most twice that), so
+		// that a short task's whole brief is one write instead of the
+		// skeleton at a first checkpoint and the rest at its end. The
+		// workflow hears of the attempt a few seconds later than it
+		// would while karvi is not congested.
+		d.req.CheckpointEvery = max(d.req.CheckpointEvery, heldFirstCheckpoint)
+	}
 	if err := d.run(ctx); err != nil {
 		return StartAttemptResult{}, err
 	}
-	if err := d.applySpend(ctx); err != nil {
+	if err := d.finish(ctx); err != nil {
 		return StartAttemptResult{}, err
 	}
 	d.res.Brief = d.brief

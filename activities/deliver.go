@@ -97,6 +97,13 @@ const (
 	// on a quiet server) ends before the next line of an agent that writes
 	// even every 100 ms.
 	checkpointQuiet = 20 * time.Millisecond
+	// heldRecheck is how often a delivery that holds patches back (the
+	// sink is congested) looks whether it can send them, while no event
+	// comes: about one refill of karvi's default rate limit.
+	heldRecheck = 500 * time.Millisecond
+	// heldFirstCheckpoint is the least interval of an attempt's first
+	// checkpoint while its skeleton is held (StartAttempt).
+	heldFirstCheckpoint = 2500 * time.Millisecond
 	// maxResumeBytes bounds how much of the log a resumed delivery reads
 	// ahead to find what the sink already has.
 	maxResumeBytes = 16 << 20
@@ -118,6 +125,7 @@ const (
 func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (DeliverResult, error) {
 	stopBeat := heartbeat(ctx, heartbeatEvery)
 	defer stopBeat()
+	defer sink.Attend(a.Sink)()
 	d := &delivery{
 		a: a, req: req, explain: a.explainer(req.Plan.PlanPath),
 		brief: req.Brief.Clone(),
@@ -134,7 +142,7 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 	if err := d.run(ctx); err != nil {
 		return DeliverResult{}, err
 	}
-	if err := d.applySpend(ctx); err != nil {
+	if err := d.finish(ctx); err != nil {
 		return DeliverResult{}, err
 	}
 	d.res.Brief = d.brief
@@ -157,11 +165,10 @@ type delivery struct {
 	sinkDown bool
 	// job is the attempt's job-view tally (jobview.go).
 	job *jobview.Tally
-	// hold merges the batch's patches that would wait for their turn at
-	// the sink (karvi's rate limit) into one; batching is set while take
-	// reduces a batch, which ends with flush.
-	hold     sink.Coalescer
-	batching bool
+	// hold merges the patches that would wait for their turn at the sink
+	// (karvi's rate limit) into one, across batches: they leave once the
+	// sink is no longer congested, and always before a checkpoint (finish).
+	hold sink.Coalescer
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -197,6 +204,10 @@ func (d *delivery) run(ctx context.Context) error {
 			wait := cp.wait(time.Now(), d.res.Events > 0)
 			if wait <= 0 || stopping() {
 				return nil // checkpoint
+			}
+			if d.hold.Held() > 0 {
+				// Look again soon whether the sink can take what is held.
+				wait = min(wait, heldRecheck)
 			}
 			batch, err = w.Wait(waitCtx, d.res.Next.tailer(), tailer.WaitOptions{
 				MaxWait: wait, Poll: d.a.Config.TailPoll, MaxBytes: maxBatchBytes, Stop: exited,
@@ -325,25 +336,37 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 		d.res.MalformedSample = sample
 	}
 	d.tallyBatch(evs)
-	d.batching = true
 	for _, ev := range evs {
 		if err := d.step(ctx, ev); err != nil {
-			d.batching = false
 			return err
 		}
 	}
-	d.batching = false
-	if err := d.flush(ctx); err != nil {
-		return err
+	// What is held stays held while the sink is congested, merging with
+	// the patches of the batches that follow; once it is not, it leaves.
+	if !sink.Congested(d.a.Sink) {
+		if err := d.flush(ctx); err != nil {
+			return err
+		}
 	}
 	if err := d.appendConductor(ctx, evs); err != nil {
 		return err
 	}
-	// The cursor moves only once the batch is delivered and stored: a call
-	// that fails midway is retried from the checkpoint, never past an
-	// undelivered line.
+	// The cursor moves only once the batch is delivered (or held, to be
+	// sent before the checkpoint that reports the cursor: finish) and
+	// stored: a call that fails midway is retried from the checkpoint,
+	// never past an undelivered line.
 	d.res.Next = cursorOf(batch.Next)
 	return nil
+}
+
+// finish ends a call's delivery before its checkpoint: the spend the
+// conductor reported, then everything held is sent, so the checkpoint
+// claims only what the sink acknowledged.
+func (d *delivery) finish(ctx context.Context) error {
+	if err := d.applySpend(ctx); err != nil {
+		return err
+	}
+	return d.flush(ctx)
 }
 
 func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
@@ -360,10 +383,10 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		}
 	}
 	if ev.Type == mapping.EventPhaseStart && d.res.Outcome == nil && d.status() != mapping.TaskInProgress {
-		// Patches held back (karvi is congested) stay held and leave with
-		// the rest of the batch: the status write goes ahead of brief
-		// writes at the rate limit anyway, and flushing here would cost a
-		// request more. Nothing is held when karvi is not congested.
+		// Patches held back (karvi is congested) stay held: the status
+		// write goes ahead of brief writes at the rate limit anyway, and
+		// flushing here would cost a request more. Nothing is held when
+		// karvi is not congested.
 		d.setStatus(ctx, mapping.TaskInProgress, mapping.PlanRunning)
 	}
 	// The final status is the workflow's to write: a redispatch that came
@@ -393,33 +416,28 @@ func (d *delivery) patch(ctx context.Context, p mapping.Patch) error {
 	if d.sinkDown {
 		return nil
 	}
-	if d.batching {
-		if held, err := d.hold.Hold(d.a.Sink, p.Body); err != nil || held {
-			return err
-		}
+	if held, err := d.hold.Hold(d.a.Sink, p.Body); err != nil || held {
+		return err
 	}
 	return d.send(ctx, p.Body, 1)
 }
 
-// flush sends what hold merged, as one PATCH standing for n patches.
+// flush sends what hold merged, as one write standing for n patches: a
+// PATCH, or a replacement of the whole brief when what is held began with
+// the attempt's skeleton (Coalescer.HoldWhole, in StartAttempt).
 func (d *delivery) flush(ctx context.Context) error {
-	body, n, err := d.hold.Take()
+	body, n, whole, err := d.hold.Take()
 	if err != nil || n == 0 || d.sinkDown {
 		return err
+	}
+	if whole {
+		return d.write(ctx, n, func() error { return sink.ReplaceBrief(ctx, d.a.Sink, d.req.TaskID, body) })
 	}
 	return d.send(ctx, body, n)
 }
 
 func (d *delivery) send(ctx context.Context, body json.RawMessage, n int) error {
 	return d.write(ctx, n, func() error { return d.a.Sink.PatchBrief(ctx, d.req.TaskID, body) })
-}
-
-// replace sends p's body as the task's whole brief (sink.Replacer).
-func (d *delivery) replace(ctx context.Context, p mapping.Patch) error {
-	if d.sinkDown {
-		return nil
-	}
-	return d.write(ctx, 1, func() error { return sink.ReplaceBrief(ctx, d.a.Sink, d.req.TaskID, p.Body) })
 }
 
 // write makes one brief write standing for n patches, as patch says.

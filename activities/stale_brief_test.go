@@ -2,7 +2,10 @@ package activities
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -78,9 +81,7 @@ func TestFirstSkeletonReplacesAnEarlierBriefWhenCongested(t *testing.T) {
 	cl, err := karvi.New(url, "", karvi.WithRateLimit(60))
 	require.NoError(t, err)
 	// Another task's writes spend more than half the bucket.
-	for !cl.Congested() {
-		require.NoError(t, cl.PatchBrief(t.Context(), "OTHER", json.RawMessage(`{"a":1}`)))
-	}
+	spendBucket(t, cl)
 	a, env, _ := fenceActivities(t, "h1")
 	a.Sink = sink.NewKarvi(cl)
 
@@ -97,4 +98,102 @@ func TestFirstSkeletonReplacesAnEarlierBriefWhenCongested(t *testing.T) {
 	phases := held["phases"].(map[string]any)
 	require.Nil(t, phases["lint"], "a phase of the earlier plan stays")
 	require.NotEqual(t, "docs", held["currentPhase"], "the earlier current phase stays")
+}
+
+// A first attempt that starts while karvi is congested holds its skeleton
+// like the patches that wait their turn: the skeleton and the events that
+// follow reach karvi as one PUT at the checkpoint, not a PUT and a PATCH,
+// and karvi then holds exactly the brief the checkpoint reports.
+func TestCongestedStartSendsSkeletonAndEventsInOneWrite(t *testing.T) {
+	fake := karvifake.New(karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	url, err := fake.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "T5", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(earlierBrief)}))
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "OTHER", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(`{}`)}))
+	cl, err := karvi.New(url, "", karvi.WithRateLimit(60))
+	require.NoError(t, err)
+	spendBucket(t, cl)
+	a, env, _ := fenceActivities(t, "h1")
+	a.Sink = sink.NewKarvi(cl)
+
+	// The first checkpoint comes once the conductor's phase_start was
+	// delivered (the wait without events is long, the one after short).
+	v, err := env.ExecuteActivity(a.StartAttempt, StartAttemptRequest{Dispatch: exampleDispatch(t), Attempt: 1,
+		MaxWait: time.Minute, CheckpointEvery: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var res StartAttemptResult
+	require.NoError(t, v.Get(&res))
+	require.NotNil(t, res.Delivery)
+	require.Equal(t, 1, res.Delivery.Events, "the conductor's phase_start")
+	require.Equal(t, 2, res.Delivery.Patches, "the skeleton and phase_start, acknowledged")
+	routes := fake.TaskStats("T5").Routes
+	require.Equal(t, 1, routes["PUT /api/brief/:id"], "%v", routes)
+	require.Zero(t, routes["PATCH /api/brief/:id"], "the skeleton and the event went apart: %v", routes)
+	require.Zero(t, routes["GET /api/brief/:id"], "%v", routes)
+	task, _ := fake.Task("T5")
+	require.Equal(t, "in_progress", task.Status)
+	held := fake.Brief("T5")
+	require.True(t, mapping.SinkHolds(held, &res.Delivery.Brief.Brief),
+		"karvi holds another brief than the checkpoint's: %v", held)
+	require.Nil(t, held["phases"].(map[string]any)["lint"], "a phase of the earlier plan stays")
+}
+
+// While its skeleton waits its turn (karvi congested), an attempt's first
+// checkpoint comes no sooner than an ordinary one, so that the events of a
+// short first phase join the skeleton in one write instead of the skeleton
+// leaving alone at a first checkpoint a moment after the first event.
+func TestCongestedStartDefersItsFirstCheckpoint(t *testing.T) {
+	fake := karvifake.New(karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	url, err := fake.Start()
+	require.NoError(t, err)
+	t.Cleanup(fake.Close)
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "T5", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(`{}`)}))
+	require.NoError(t, fake.AddTask(karvifake.Task{ID: "OTHER", Status: "dispatched", BriefPath: true,
+		Brief: json.RawMessage(`{}`)}))
+	cl, err := karvi.New(url, "", karvi.WithRateLimit(60))
+	require.NoError(t, err)
+	spendBucket(t, cl)
+	a, env, _ := fenceActivities(t, "h1")
+	a.Sink = sink.NewKarvi(cl)
+	layout, err := NewLayout(a.Config.WorkRoot)
+	require.NoError(t, err)
+	cwd, err := layout.TaskCwd(exampleDispatch(t))
+	require.NoError(t, err)
+	// Once phase_start was delivered (the task is in_progress), the
+	// conductor's phase passes.
+	go func() {
+		for {
+			if task, _ := fake.Task("T5"); task.Status == "in_progress" {
+				_ = os.WriteFile(filepath.Join(cwd, "gate"), nil, 0o644)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	v, err := env.ExecuteActivity(a.StartAttempt, StartAttemptRequest{Dispatch: exampleDispatch(t), Attempt: 1,
+		MaxWait: time.Minute, CheckpointEvery: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var res StartAttemptResult
+	require.NoError(t, v.Get(&res))
+	require.NotNil(t, res.Delivery)
+	require.Equal(t, 2, res.Delivery.Events, "the first checkpoint came before the phase passed")
+	routes := fake.TaskStats("T5").Routes
+	require.Equal(t, 1, routes["PUT /api/brief/:id"], "%v", routes)
+	require.Zero(t, routes["PATCH /api/brief/:id"], "%v", routes)
+}
+
+// spendBucket has another task's brief writes spend most of cl's bucket
+// (60 a minute: a bucket of 54 locally, refilled at under 1 a second), so
+// that cl stays congested for the rest of the test whatever the pace of
+// its requests.
+func spendBucket(t *testing.T, cl *karvi.Client) {
+	t.Helper()
+	for range 50 {
+		require.NoError(t, cl.PatchBrief(t.Context(), "OTHER", json.RawMessage(`{"a":1}`)))
+	}
+	require.True(t, cl.Congested())
 }

@@ -292,9 +292,11 @@ func TestKarviStoppedBeforeStartWalksALegalPath(t *testing.T) {
 
 // shortTaskRequestsWhenCongested bounds what one short task costs in
 // requests naming it while karvi's bucket is low (congested: the worker
-// merges brief updates that wait): the skeleton, the status writes, the
-// dispatch result and the brief updates together.
-const shortTaskRequestsWhenCongested = 6
+// holds brief updates until karvi can take them, and sends them with the
+// checkpoint at the latest): the skeleton with every brief update merged
+// into it (one PUT), in_progress, and the final status with the dispatch
+// result (one /update).
+const shortTaskRequestsWhenCongested = 3
 
 // A short task started while karvi's rate limit bucket is spent (another
 // client of the same address spent it just before the worker's first

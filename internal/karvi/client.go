@@ -349,6 +349,7 @@ func (c *Client) send(ctx context.Context, op, method, path string, body []byte)
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	c.gate.sent.Add(1)
+	c.gate.sentAt(time.Now())
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		// Transport failures (refused, reset, timeout, cancelled context)

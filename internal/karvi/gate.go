@@ -3,6 +3,7 @@ package karvi
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,6 +67,15 @@ type gate struct {
 
 	refused atomic.Int64 // 429 answers seen
 	sent    atomic.Int64 // requests sent
+
+	// attending counts the tasks this process is running against this
+	// karvi (Client.Attend): each will still need reservePerTask requests.
+	attending atomic.Int64
+
+	// pace is requests a second sent lately, decaying with demandTau;
+	// paceAt is when it was last brought up to date. Under mu.
+	pace   float64
+	paceAt time.Time
 
 	board boardCache
 }
@@ -185,21 +195,81 @@ func (g *gate) waitPause(ctx context.Context, op string) error {
 	}
 }
 
-// congested reports whether brief writes should be merged now: karvi asked
-// to wait, a status write is queued, or less than half of the bucket is
-// left. Merging before the bucket is empty keeps tokens for the tasks that
-// start later (their skeletons and statuses); a burst of events while the
-// bucket is fuller still leaves one PATCH per event, as without a limit.
-func (g *gate) congested() bool {
+// demandTau is how fast the pace of requests forgets; demandAhead how far
+// ahead congested looks at that pace.
+const (
+	demandTau   = time.Second
+	demandAhead = 3 * time.Second
+)
+
+// decayedPace is pace, measured at from, as it stands at now.
+func decayedPace(pace float64, from, now time.Time) float64 {
+	if from.IsZero() || !now.After(from) {
+		return pace
+	}
+	return pace * math.Exp(-now.Sub(from).Seconds()/demandTau.Seconds())
+}
+
+// sentAt counts one request sent at now in the pace.
+func (g *gate) sentAt(now time.Time) {
 	g.mu.Lock()
-	paused := time.Now().Before(g.pausedUntil)
+	defer g.mu.Unlock()
+	g.pace = decayedPace(g.pace, g.paceAt, now) + 1/demandTau.Seconds()
+	g.paceAt = now
+}
+
+// reservePerTask is what a short task running under congestion still
+// needs of the bucket: its status writes (dispatched, in_progress, the
+// final one with the dispatch result) and one brief write that carries
+// everything its events made.
+const reservePerTask = 4
+
+// congested reports whether brief writes should be merged now: karvi asked
+// to wait, a status write is queued, less than half of the bucket is left,
+// or less than the tasks running against this karvi still need
+// (reservePerTask each), or that much is left but the pace of requests
+// lately would take it within a few seconds (many tasks starting at once,
+// before they are all counted as running). Merging before the bucket is empty keeps tokens
+// for the tasks that start later (their skeletons and statuses), and
+// merging from the start when many tasks run at once keeps the first of
+// them from spending the bucket on one PATCH per event while the others
+// wait; a burst of events while the bucket is fuller than both still
+// leaves one PATCH per event, as without a limit.
+func (g *gate) congested() bool {
+	now := time.Now()
+	g.mu.Lock()
+	paused := now.Before(g.pausedUntil)
 	urgent := g.urgent > 0
 	lim := g.lim
+	pace := decayedPace(g.pace, g.paceAt, now)
 	g.mu.Unlock()
 	if paused || urgent {
 		return true
 	}
-	return lim != nil && lim.Tokens() < 1+float64(lim.Burst())/2
+	if lim == nil {
+		return false
+	}
+	return outpaced(lim.TokensAt(now), lim.Burst(), float64(lim.Limit()), pace, int(g.attending.Load()))
+}
+
+// outpaced reports whether brief writes should merge: the tokens left,
+// less what the pace of requests lately (per second, above the refill)
+// would take within demandAhead, fall below half the bucket or below
+// what the tasks running still need.
+func outpaced(tokens float64, burst int, refill, pace float64, attending int) bool {
+	ahead := max(0, pace-refill) * demandAhead.Seconds()
+	keep := max(1+float64(burst)/2, float64(reservePerTask*attending))
+	return tokens-ahead < keep
+}
+
+// Attend counts a task as running against c's karvi until done is called
+// (the tasks running make brief writes merge sooner: Congested). Calling
+// done more than once counts once.
+func (c *Client) Attend() (done func()) {
+	g := c.gate
+	g.attending.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { g.attending.Add(-1) }) }
 }
 
 type urgentKey struct{}
@@ -272,6 +342,7 @@ func (c *Client) Stats() Stats {
 }
 
 // Congested reports whether brief writes to c's karvi should be merged now
-// (half the rate limit's bucket is used, karvi asked to wait, or a status
-// write is queued). Delivery merges brief updates while it is.
+// (half the rate limit's bucket is used, or what the tasks running need of
+// it (Attend), karvi asked to wait, or a status write is queued). Delivery
+// merges brief updates while it is, and holds them until it is not.
 func (c *Client) Congested() bool { return c.gate.congested() }

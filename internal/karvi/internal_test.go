@@ -122,3 +122,26 @@ func TestIsJSONObject(t *testing.T) {
 		}
 	}
 }
+
+// outpaced: half the bucket, the tasks running, and the pace of requests
+// each make brief writes merge; the refill's own pace does not.
+func TestOutpaced(t *testing.T) {
+	cases := []struct {
+		name                 string
+		tokens, refill, pace float64
+		attending            int
+		want                 bool
+	}{
+		{"full bucket, idle", 108, 1.9, 0, 1, false},
+		{"half the bucket used", 54, 1.9, 0, 1, true},
+		{"one task's events at a walking pace", 100, 1.9, 1.5, 1, false},
+		{"one task's burst of events", 100, 1.9, 8, 1, false},
+		{"the tasks running need more than is left", 100, 1.9, 0, 30, true},
+		{"many tasks starting at once", 90, 1.9, 20, 8, true},
+	}
+	for _, c := range cases {
+		if got := outpaced(c.tokens, 108, c.refill, c.pace, c.attending); got != c.want {
+			t.Errorf("%s: outpaced = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

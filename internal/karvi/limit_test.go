@@ -236,3 +236,63 @@ func TestCongested(t *testing.T) {
 		}
 	}
 }
+
+// Many tasks running at once make brief writes merge before half the
+// bucket is used: each still needs a few requests (its status writes and
+// one brief write), and a bucket that cannot cover them all is congested
+// from the start. One task alone leaves the bucket's half as the mark, so
+// its events still go one PATCH each.
+func TestCongestedWhenTheTasksRunningNeedTheBucket(t *testing.T) {
+	_, url := startFake(t, karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	c := newClient(t, url, karvi.WithRateLimit(120)) // a bucket of 108 locally
+	one := c.Attend()
+	if c.Congested() {
+		t.Fatal("congested with one task running and a full bucket")
+	}
+	var done []func()
+	for range 29 {
+		done = append(done, c.Attend())
+	}
+	if !c.Congested() {
+		t.Fatal("not congested with 30 tasks running that need more than the bucket")
+	}
+	for _, d := range done {
+		d()
+		d() // a second call counts once
+	}
+	if c.Congested() {
+		t.Fatal("still congested once the tasks ended")
+	}
+	one()
+}
+
+// Requests sent much faster than the limit refills make brief writes merge
+// before half the bucket is used: at that pace the bucket would be empty
+// within seconds (many tasks starting at once, before they are all
+// counted as running). One task's events at an ordinary pace do not.
+func TestCongestedWhenRequestsOutpaceTheRefill(t *testing.T) {
+	_, url := startFake(t, karvifake.Options{RateLimit: karvifake.RateLimitOff}, withBrief("T1", "in_progress"))
+	c := newClient(t, url, karvi.WithRateLimit(120)) // a bucket of 108 locally
+	ctx := context.Background()
+	defer c.Attend()()
+	// A few PATCHes at a walking pace: not congested.
+	for range 3 {
+		if err := c.PatchBrief(ctx, "T1", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond)
+	}
+	if c.Congested() {
+		t.Fatal("congested after three requests at a walking pace")
+	}
+	// Thirty at once, a fifth of the bucket: at this pace the rest goes
+	// in a couple of seconds.
+	for range 30 {
+		if err := c.PatchBrief(ctx, "T1", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.Congested() {
+		t.Fatal("not congested while requests outpace the refill by far")
+	}
+}

@@ -102,6 +102,9 @@ func (m *measuredSink) ReplaceBrief(ctx context.Context, taskID string, body jso
 // Congested passes on the wrapped sink's (sink.Congestion).
 func (m *measuredSink) Congested() bool { return sink.Congested(m.s) }
 
+// Attend passes on the wrapped sink's (sink.Attendance).
+func (m *measuredSink) Attend() (done func()) { return sink.Attend(m.s) }
+
 func (m *measuredSink) SetStatus(ctx context.Context, taskID string, u sink.StatusUpdate) error {
 	err := m.s.SetStatus(ctx, taskID, u)
 	m.r.sinkFailed(ctx, opSetStatus, err)

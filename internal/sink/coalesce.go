@@ -17,12 +17,24 @@ import (
 // (mapping.SinkHolds), so the order and exactly-once guarantees hold: no
 // state goes backwards, no log entry arrives twice.
 //
+// Patches stay held across batches of events for as long as the sink is
+// congested: the caller sends what is held once it is not, and always
+// before it reports a checkpoint (a checkpoint claims only what the sink
+// acknowledged).
+//
+// The first body held may be a whole brief (HoldWhole: an attempt's
+// skeleton, which replaces what the sink held): the merged body is then a
+// whole brief too, to be sent as one replacement (karvi's PUT), and it
+// leaves the brief as the skeleton's replacement and the patches after it
+// one by one would.
+//
 // The zero value is ready. While it holds nothing and the sink is not
 // congested, Hold refuses and the caller sends at once: the latency of an
 // event's PATCH is unchanged when karvi is not pushing back.
 type Coalescer struct {
-	body map[string]any
-	n    int
+	body  map[string]any
+	n     int
+	whole bool
 }
 
 // Hold keeps body for a later merged PATCH, and reports whether it did: when
@@ -45,19 +57,36 @@ func (c *Coalescer) Hold(s Sink, body json.RawMessage) (bool, error) {
 	return true, nil
 }
 
-// Take returns the merged body and how many patches it stands for, and
-// empties the Coalescer; n is 0 when nothing is held.
-func (c *Coalescer) Take() (body json.RawMessage, n int, err error) {
+// HoldWhole keeps body, a task's whole brief, as the start of a later
+// merged write that replaces the brief (Take's whole). Only an empty
+// Coalescer takes one: a replacement must not overtake a patch held
+// before it.
+func (c *Coalescer) HoldWhole(body json.RawMessage) error {
+	if c.n != 0 {
+		return fmt.Errorf("coalesce brief: a whole brief after %d held patches", c.n)
+	}
+	doc, err := jsonmerge.DecodeObject(body)
+	if err != nil {
+		return fmt.Errorf("coalesce brief: %w", err)
+	}
+	c.body, c.n, c.whole = doc, 1, true
+	return nil
+}
+
+// Take returns the merged body, how many patches it stands for and whether
+// it is a whole brief (it began with HoldWhole), and empties the
+// Coalescer; n is 0 when nothing is held.
+func (c *Coalescer) Take() (body json.RawMessage, n int, whole bool, err error) {
 	if c.n == 0 {
-		return nil, 0, nil
+		return nil, 0, false, nil
 	}
 	b, err := json.Marshal(c.body)
-	n = c.n
-	c.body, c.n = nil, 0
+	n, whole = c.n, c.whole
+	c.body, c.n, c.whole = nil, 0, false
 	if err != nil {
-		return nil, 0, fmt.Errorf("coalesce brief patch: %w", err)
+		return nil, 0, false, fmt.Errorf("coalesce brief patch: %w", err)
 	}
-	return b, n, nil
+	return b, n, whole, nil
 }
 
 // Held is how many patches wait in the Coalescer.

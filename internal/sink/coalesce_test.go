@@ -40,15 +40,15 @@ func TestCoalescerMergesWaitingPatchesIntoOne(t *testing.T) {
 		}
 		s.busy = false // once something is held, later patches join it
 	}
-	body, n, err := c.Take()
-	if err != nil || n != 3 {
+	body, n, whole, err := c.Take()
+	if err != nil || n != 3 || whole {
 		t.Fatalf("take: n=%d err=%v", n, err)
 	}
 	merged := jsonmerge.Merge(mustDecode(t, base), mustDecode(t, string(body)))
 	if !reflect.DeepEqual(one, merged) {
 		t.Fatalf("merged patch leaves\n%v\none by one\n%v", merged, one)
 	}
-	if _, n, _ := c.Take(); n != 0 || c.Held() != 0 {
+	if _, n, _, _ := c.Take(); n != 0 || c.Held() != 0 {
 		t.Fatal("Take did not empty the coalescer")
 	}
 }
@@ -60,4 +60,45 @@ func mustDecode(t *testing.T, s string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A whole brief held first (an attempt's skeleton) and the patches held
+// after it merge into one whole brief: replacing the sink's brief with it
+// leaves what replacing it with the skeleton and applying the patches one
+// by one would, whatever the sink held before. A whole brief cannot
+// follow a held patch.
+func TestCoalescerMergesPatchesIntoAHeldWholeBrief(t *testing.T) {
+	skeleton := `{"meta":{"taskId":"T1"},"phases":{"a":{"status":"pending"},"b":{"status":"pending"}},"log":[]}`
+	patches := []string{
+		`{"phases":{"a":{"status":"running"}},"currentPhase":"a","log":[{"e":1}]}`,
+		`{"phases":{"a":{"status":"passed","cost_usd":null}},"log":[{"e":1},{"e":2}]}`,
+	}
+	s := &congestedSink{busy: true}
+	var c Coalescer
+	if err := c.HoldWhole(json.RawMessage(skeleton)); err != nil {
+		t.Fatal(err)
+	}
+	one := mustDecode(t, skeleton)
+	for _, p := range patches {
+		one = jsonmerge.Merge(one, mustDecode(t, p))
+		if held, err := c.Hold(s, json.RawMessage(p)); err != nil || !held {
+			t.Fatalf("not held after a whole brief: %v", err)
+		}
+	}
+	body, n, whole, err := c.Take()
+	if err != nil || n != 3 || !whole {
+		t.Fatalf("take: n=%d whole=%v err=%v", n, whole, err)
+	}
+	if got := mustDecode(t, string(body)); !reflect.DeepEqual(one, got) {
+		t.Fatalf("merged brief\n%v\none by one\n%v", got, one)
+	}
+	if held, _ := c.Hold(s, json.RawMessage(patches[0])); !held {
+		t.Fatal("not held while congested")
+	}
+	if err := c.HoldWhole(json.RawMessage(skeleton)); err == nil {
+		t.Fatal("a whole brief was held after a patch")
+	}
+	if _, _, whole, _ := c.Take(); whole {
+		t.Fatal("patches alone taken as a whole brief")
+	}
 }

@@ -136,6 +136,10 @@ func (k *Karvi) knownNoBrief(taskID string) error {
 // under karvi's rate limit; delivery merges the updates that wait.
 func (k *Karvi) Congested() bool { return k.c.Congested() }
 
+// Attend counts a task as running against karvi (sink.Attendance): with
+// many running, brief writes merge sooner.
+func (k *Karvi) Attend() (done func()) { return k.c.Attend() }
+
 // CurrentBrief reads the task's brief from karvi; nil when karvi has none.
 func (k *Karvi) CurrentBrief(ctx context.Context, taskID string) (map[string]any, error) {
 	raw, err := k.c.GetBrief(ctx, taskID)

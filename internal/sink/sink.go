@@ -110,3 +110,21 @@ func ReplaceBrief(ctx context.Context, s Sink, taskID string, body json.RawMessa
 	}
 	return s.(Replacer).ReplaceBrief(ctx, taskID, body)
 }
+
+// Attendance is implemented by a sink that shares a limited budget of
+// writes between tasks (karvi's rate limit): it counts the tasks running,
+// so that it says it is congested sooner when many run at once; wrappers
+// pass it on.
+type Attendance interface {
+	// Attend counts one task as running until done is called.
+	Attend() (done func())
+}
+
+// Attend counts a task as running at s until done is called; a no-op for
+// a sink that does not count (Attendance).
+func Attend(s Sink) (done func()) {
+	if a, ok := s.(Attendance); ok {
+		return a.Attend()
+	}
+	return func() {}
+}

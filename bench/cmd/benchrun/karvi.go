@@ -27,6 +27,9 @@ type KarviLimitResult struct {
 	// Routes is the fake's count of requests by route ("PATCH
 	// /api/brief/:id", ...; refusals under "429 " and their route).
 	Routes map[string]int `json:"routes,omitempty"`
+	// Shapes counts the tasks by the requests that named them: "PUT
+	// /api/brief/:id 1, POST /api/tasks/:id/status 2, ..." -> tasks.
+	Shapes map[string]int `json:"shapes,omitempty"`
 	Error  string         `json:"error,omitempty"`
 }
 
@@ -62,6 +65,9 @@ func (e *env) karviDefaults(ctx context.Context) error {
 		e.logf("karvi %s worker, limit %s: %d tasks in %.0fs, %d requests (%.1f a task), %d refused, %d completed %s",
 			v.worker, v.limit, n, res.Seconds, res.Requests, res.PerTask, res.Refused, res.Completed, res.Error)
 		e.logf("karvi %s worker, limit %s: requests a task by route: %s", v.worker, v.limit, perTaskRoutes(res.Routes, n))
+		for _, s := range slices.Sorted(maps.Keys(res.Shapes)) {
+			e.logf("karvi %s worker, limit %s: %d tasks sent %s", v.worker, v.limit, res.Shapes[s], s)
+		}
 		e.results.Karvi = append(e.results.Karvi, res)
 	}
 	return nil
@@ -85,7 +91,9 @@ func (e *env) karviRound(ctx context.Context, name string, n int, o rigOptions) 
 	}
 	runErr := r.run(ctx, tasks, runOptions{wait: true, timeout: 15 * time.Minute})
 	var first, last time.Time
+	res.Shapes = map[string]int{}
 	for _, t := range tasks {
+		res.Shapes[perTaskRoutes(r.fakes[temporalC].TaskStats(t.id).Routes, 1)]++
 		if first.IsZero() || t.started.Before(first) {
 			first = t.started
 		}
