@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"os"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -89,7 +90,10 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		return StartAttemptResult{}, err
 	}
 	sendSkeleton, sendStatus := true, true
-	retried := activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
+	// A retry, or a start of an attempt whose conductor already wrote
+	// events (it starts only after the skeleton and the dispatched status
+	// went out), resumes from what the sink shows instead of starting over.
+	retried := activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1 || conductorStarted(info)
 	// What the sink holds decides what is sent: on a retry, how far the
 	// earlier try got; otherwise whether an earlier brief must be wiped.
 	// A first try while the sink is congested (karvi's rate limit) skips
@@ -113,6 +117,13 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		}
 		if matched {
 			sendSkeleton, sendStatus, d.skip = false, n == 0, n
+		}
+		if conductorStarted(info) {
+			// The task may say in_progress already: dispatched would take
+			// it back (and karvi dispatches a task that comes back to
+			// dispatched). Delivery writes in_progress again at the first
+			// phase start it reads, sent or skipped.
+			sendStatus = false
 		}
 	}
 	if sendSkeleton {
@@ -194,4 +205,10 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	d.res.Job = d.checkpointTally(ctx)
 	res.Delivery = &d.res
 	return res, nil
+}
+
+// conductorStarted reports whether the attempt's conductor wrote an event.
+func conductorStarted(plan PlanInfo) bool {
+	fi, err := os.Stat(plan.EventsPath)
+	return err == nil && fi.Size() > 0
 }

@@ -1,6 +1,8 @@
 package activities
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -134,4 +137,56 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	st, err := proc.Inspect(res.Conductor.proc())
 	require.NoError(t, err)
 	require.True(t, st.Alive, "a stopping worker leaves its conductors running")
+}
+
+// An attempt started again once its conductor has written events (the
+// retry of a StartAttempt whose worker died after the conductor started)
+// resumes: it neither takes the task's status back to dispatched (karvi
+// may say in_progress already, and would dispatch it anew) nor sends the
+// skeleton over the brief that already shows those events.
+func TestStartAttemptAgainAfterTheConductorStartedResumes(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	require.Eventually(t, func() bool {
+		fi, err := os.Stat(first.Plan.EventsPath)
+		return err == nil && fi.Size() > 0
+	}, 10*time.Second, 10*time.Millisecond, "the conductor's first event")
+	// Delivery got the event to the sink, and the phase start moved the
+	// task on.
+	d := &delivery{a: a, explain: func(_ string, _ *int, m string) string { return m },
+		brief: mapping.NewBriefState("T5", first.Plan.Summary),
+		req:   DeliverRequest{TaskID: "T5", Plan: first.Plan, TaskStatus: mapping.TaskDispatched}}
+	batch, err := tailer.ReadFrom(first.Plan.EventsPath, tailer.Cursor{}, maxBatchBytes)
+	require.NoError(t, err)
+	require.NoError(t, d.take(t.Context(), batch))
+	st, err := a.Sink.(*sink.File).Status("T5")
+	require.NoError(t, err)
+	require.Equal(t, "in_progress", st.Status)
+	held, err := a.Sink.(*sink.File).CurrentBrief(t.Context(), "T5")
+	require.NoError(t, err)
+	require.Len(t, held["log"], 1)
+
+	files := a.Sink.(*sink.File)
+	writes := &countingSink{Sink: files}
+	a.Sink = writes
+	again := startAttempt(t, env, a, 1)
+	require.Equal(t, *first.Conductor, *again.Conductor, "the same conductor")
+	require.Zero(t, writes.patches, "no brief write: the sink holds the skeleton and the event")
+	st, err = files.Status("T5")
+	require.NoError(t, err)
+	require.Equal(t, "in_progress", st.Status)
+	for _, e := range st.History[1:] {
+		require.NotEqual(t, "dispatched", e.Status, "status taken back: %+v", st.History)
+	}
+}
+
+// countingSink counts the brief writes that go through it.
+type countingSink struct {
+	sink.Sink
+	patches int
+}
+
+func (c *countingSink) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
+	c.patches++
+	return c.Sink.PatchBrief(ctx, taskID, body)
 }
