@@ -29,9 +29,15 @@ import (
 // intakeRig is a rig whose worker follows its karvi fake's board.
 func intakeRig(t *testing.T) *testrig.Rig { return intakeRigWith(t, "") }
 
-func intakeRigWith(t *testing.T, scenario string) *testrig.Rig {
-	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
-		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
+func intakeRigWith(t *testing.T, scenario string, args ...string) *testrig.Rig {
+	o := testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
+		WorkerArgs: append([]string{"-intake-karvi", "-intake-poll", "2s"}, args...)}
+	for _, a := range args {
+		if a == "-karvi-rate-limit=off" {
+			o.KarviRateLimit = karvifake.RateLimitOff
+		}
+	}
+	r := testrig.New(t, o)
 	r.Karvi.SetFeedHeartbeat(time.Second)
 	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
 	require.Eventually(t, func() bool {
@@ -188,25 +194,26 @@ func TestIntakeRunsBoardTaskByItself(t *testing.T) {
 	}
 }
 
-// The worker SIGKILLed again and again while tasks arrive on the board:
+// The worker SIGKILLed five times while 30 tasks arrive on the board:
 // every task is started exactly once (one workflow run for its id) and
-// runs to its end; none is missed.
+// runs to its end; none is missed. karvi's rate limit is off on both
+// sides, so the test measures the intake, not the limiter.
 func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
-	r := intakeRig(t)
-	ids := taskIDs("kill", 12)
+	r := intakeRigWith(t, "", "-karvi-rate-limit=off")
+	ids := taskIDs("kill", 30)
 	for _, id := range ids {
 		r.Track(taskapi.WorkflowID(id))
 		r.Workspace(id)
 	}
-	for batch := 0; batch < 4; batch++ {
+	for batch := 0; batch < 5; batch++ {
 		var tasks []map[string]any
-		for _, id := range ids[batch*3 : batch*3+3] {
+		for _, id := range ids[batch*6 : batch*6+6] {
 			tasks = append(tasks, eddaTask(id))
 		}
 		postProject(t, r, fmt.Sprintf("batch %d", batch), tasks...)
 		// Kill at varying moments after the arrival: in the follow, in
 		// the starts, between a start and the workflow's next task.
-		time.Sleep(time.Duration(300+batch*700) * time.Millisecond)
+		time.Sleep(time.Duration(200+batch*500) * time.Millisecond)
 		require.NoError(t, r.KillWorker())
 		r.StartWorker()
 	}
