@@ -352,3 +352,54 @@ func TestIntakeProjectBecomesRun(t *testing.T) {
 	require.Contains(t, string(data), ids[1])
 	waitKarvi(t, r, "completed", ids...)
 }
+
+// A project paused on the board pauses its run (a task whose dependency
+// finished is held back), resumed it lets the run go on to its end.
+func TestIntakeProjectPauseResume(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=1s")
+	ids := taskIDs("pause", 2)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Paused project", "example/demo",
+		map[string]any{"id": ids[0], "title": "First", "runtimeHint": "edda"},
+		map[string]any{"id": ids[1], "title": "Second", "runtimeHint": "edda", "depends": []string{ids[0]}})
+	projects := r.Karvi.ProjectIDs()
+	require.Len(t, projects, 1)
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != "" && runsOf(t, r, ids[0]) == 1
+	}, time.Minute, 200*time.Millisecond, "the run starts its first task")
+	r.Track(wf)
+	boardPost(t, r, "/api/projects/"+projects[0]+"/pause", map[string]any{})
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		return len(st.Runs) == 1 && st.Runs[0].Paused && st.Counts.Started == 1
+	}, time.Minute, 200*time.Millisecond, "the intake pauses the run")
+
+	// The first task ends; the paused run starts nothing more.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var first taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(ids[0]), "").Get(ctx, &first))
+	time.Sleep(4 * time.Second)
+	require.Equal(t, 0, runsOf(t, r, ids[1]), "held back while the project is paused")
+
+	boardPost(t, r, "/api/projects/"+projects[0]+"/resume", map[string]any{})
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks[ids[1]].Status)
+	recent := intakeStatus(t, r).Recent
+	var kinds []string
+	for _, n := range recent {
+		if n.ProjectID != "" {
+			kinds = append(kinds, string(n.Kind))
+		}
+	}
+	require.Equal(t, []string{"start_run", "pause_run", "resume_run"}, kinds)
+}
