@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -402,4 +403,30 @@ func TestIntakeProjectPauseResume(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"start_run", "pause_run", "resume_run"}, kinds)
+}
+
+// A task whose fields make no valid plan is not started: it is blocked on
+// karvi once, with the field named.
+func TestIntakeBlocksABadTaskOnce(t *testing.T) {
+	r := intakeRig(t)
+	id := taskIDs("bad", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	bad := eddaTask(id)
+	bad["skill"] = "Go Dev!"
+	postProject(t, r, "bad input", bad)
+	waitKarvi(t, r, "blocked", id)
+	tk, _ := r.Karvi.Task(id)
+	require.NotNil(t, tk.Blocker)
+	require.Contains(t, tk.Blocker.Reason, "task "+id+": skill")
+	time.Sleep(5 * time.Second) // more reads of the board
+	require.Equal(t, 0, runsOf(t, r, id), "not started")
+	var blocks int
+	for _, w := range r.Karvi.Writes(id) {
+		if strings.Contains(string(w.Body), `"blocked"`) {
+			blocks++
+		}
+	}
+	require.Equal(t, 1, blocks, "blocked once")
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Blocked)
 }
