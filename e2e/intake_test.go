@@ -10,12 +10,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
@@ -24,6 +28,7 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -315,6 +320,27 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	time.Sleep(3 * time.Second) // more reads of the board
 	require.Equal(t, 2, runsOf(t, r, id), "sent back once, run again once")
 	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
+
+	// The intake's history (claim, end, send-back, redispatch, second end)
+	// replays on the current code; INTAKE_WRITE_HISTORY=1 keeps it with the
+	// intake's recorded histories.
+	h := &historypb.History{}
+	it := r.Client.GetWorkflowHistory(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "intake-sendback.json")
+	if os.Getenv("INTAKE_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", "intake-sendback.json")
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	rep := worker.NewWorkflowReplayer()
+	intakeflow.Register(rep)
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 
 // A project posted with a repo, all its tasks routed here, becomes one
