@@ -41,7 +41,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 }
 
 // heartbeatEvery is how often Follow heartbeats (the workflow's heartbeat
-// timeout is a minute).
+// timeout is 30 s).
 const heartbeatEvery = 10 * time.Second
 
 // Follow waits until there is something for the intake to do and returns
