@@ -239,8 +239,8 @@ func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond, "the intake sees every workflow end")
 }
 
-// karvi down while tasks are dispatched: the intake says so, and claims
-// every task once karvi is back.
+// karvi down for 20 s while tasks are dispatched: the intake says so,
+// and claims every task once karvi is back.
 func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 	r := intakeRig(t)
 	ids := taskIDs("down", 4)
@@ -257,7 +257,7 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
 			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(20 * time.Second) // karvi down for 20 s in all, arrivals included
 	require.NoError(t, r.Karvi.SetDown(false))
 	waitKarvi(t, r, "completed", ids...)
 	for _, id := range ids {
