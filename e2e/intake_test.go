@@ -10,11 +10,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
@@ -23,15 +28,22 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // intakeRig is a rig whose worker follows its karvi fake's board.
 func intakeRig(t *testing.T) *testrig.Rig { return intakeRigWith(t, "") }
 
-func intakeRigWith(t *testing.T, scenario string) *testrig.Rig {
-	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
-		WorkerArgs: []string{"-intake-karvi", "-intake-poll", "2s"}})
+func intakeRigWith(t *testing.T, scenario string, args ...string) *testrig.Rig {
+	o := testrig.Options{Sink: "karvi", KarviToken: karviToken, Scenario: scenario,
+		WorkerArgs: append([]string{"-intake-karvi", "-intake-poll", "2s"}, args...)}
+	for _, a := range args {
+		if a == "-karvi-rate-limit=off" {
+			o.KarviRateLimit = karvifake.RateLimitOff
+		}
+	}
+	r := testrig.New(t, o)
 	r.Karvi.SetFeedHeartbeat(time.Second)
 	r.Track(intakeapi.WorkflowID(r.Karvi.URL()))
 	require.Eventually(t, func() bool {
@@ -188,25 +200,26 @@ func TestIntakeRunsBoardTaskByItself(t *testing.T) {
 	}
 }
 
-// The worker SIGKILLed again and again while tasks arrive on the board:
+// The worker SIGKILLed five times while 30 tasks arrive on the board:
 // every task is started exactly once (one workflow run for its id) and
-// runs to its end; none is missed.
+// runs to its end; none is missed. karvi's rate limit is off on both
+// sides, so the test measures the intake, not the limiter.
 func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
-	r := intakeRig(t)
-	ids := taskIDs("kill", 12)
+	r := intakeRigWith(t, "", "-karvi-rate-limit=off")
+	ids := taskIDs("kill", 30)
 	for _, id := range ids {
 		r.Track(taskapi.WorkflowID(id))
 		r.Workspace(id)
 	}
-	for batch := 0; batch < 4; batch++ {
+	for batch := 0; batch < 5; batch++ {
 		var tasks []map[string]any
-		for _, id := range ids[batch*3 : batch*3+3] {
+		for _, id := range ids[batch*6 : batch*6+6] {
 			tasks = append(tasks, eddaTask(id))
 		}
 		postProject(t, r, fmt.Sprintf("batch %d", batch), tasks...)
 		// Kill at varying moments after the arrival: in the follow, in
 		// the starts, between a start and the workflow's next task.
-		time.Sleep(time.Duration(300+batch*700) * time.Millisecond)
+		time.Sleep(time.Duration(200+batch*500) * time.Millisecond)
 		require.NoError(t, r.KillWorker())
 		r.StartWorker()
 	}
@@ -226,8 +239,8 @@ func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond, "the intake sees every workflow end")
 }
 
-// karvi down while tasks are dispatched: the intake says so, and claims
-// every task once karvi is back.
+// karvi down for 20 s while tasks are dispatched: the intake says so,
+// and claims every task once karvi is back.
 func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 	r := intakeRig(t)
 	ids := taskIDs("down", 4)
@@ -244,7 +257,7 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
 			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(20 * time.Second) // karvi down for 20 s in all, arrivals included
 	require.NoError(t, r.Karvi.SetDown(false))
 	waitKarvi(t, r, "completed", ids...)
 	for _, id := range ids {
@@ -307,6 +320,27 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	time.Sleep(3 * time.Second) // more reads of the board
 	require.Equal(t, 2, runsOf(t, r, id), "sent back once, run again once")
 	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
+
+	// The intake's history (claim, end, send-back, redispatch, second end)
+	// replays on the current code; INTAKE_WRITE_HISTORY=1 keeps it with the
+	// intake's recorded histories.
+	h := &historypb.History{}
+	it := r.Client.GetWorkflowHistory(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "intake-sendback.json")
+	if os.Getenv("INTAKE_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", "intake-sendback.json")
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	rep := worker.NewWorkflowReplayer()
+	intakeflow.Register(rep)
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 
 // A project posted with a repo, all its tasks routed here, becomes one
@@ -344,4 +378,81 @@ func TestIntakeProjectBecomesRun(t *testing.T) {
 	require.NoError(t, err, "status.json written")
 	require.Contains(t, string(data), ids[1])
 	waitKarvi(t, r, "completed", ids...)
+}
+
+// A project paused on the board pauses its run (a task whose dependency
+// finished is held back), resumed it lets the run go on to its end.
+func TestIntakeProjectPauseResume(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=1s")
+	ids := taskIDs("pause", 2)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Paused project", "example/demo",
+		map[string]any{"id": ids[0], "title": "First", "runtimeHint": "edda"},
+		map[string]any{"id": ids[1], "title": "Second", "runtimeHint": "edda", "depends": []string{ids[0]}})
+	projects := r.Karvi.ProjectIDs()
+	require.Len(t, projects, 1)
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != "" && runsOf(t, r, ids[0]) == 1
+	}, time.Minute, 200*time.Millisecond, "the run starts its first task")
+	r.Track(wf)
+	boardPost(t, r, "/api/projects/"+projects[0]+"/pause", map[string]any{})
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		return len(st.Runs) == 1 && st.Runs[0].Paused && st.Counts.Started == 1
+	}, time.Minute, 200*time.Millisecond, "the intake pauses the run")
+
+	// The first task ends; the paused run starts nothing more.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var first taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(ids[0]), "").Get(ctx, &first))
+	time.Sleep(4 * time.Second)
+	require.Equal(t, 0, runsOf(t, r, ids[1]), "held back while the project is paused")
+
+	boardPost(t, r, "/api/projects/"+projects[0]+"/resume", map[string]any{})
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks[ids[1]].Status)
+	recent := intakeStatus(t, r).Recent
+	var kinds []string
+	for _, n := range recent {
+		if n.ProjectID != "" {
+			kinds = append(kinds, string(n.Kind))
+		}
+	}
+	require.Equal(t, []string{"start_run", "pause_run", "resume_run"}, kinds)
+}
+
+// A task whose fields make no valid plan is not started: it is blocked on
+// karvi once, with the field named.
+func TestIntakeBlocksABadTaskOnce(t *testing.T) {
+	r := intakeRig(t)
+	id := taskIDs("bad", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	bad := eddaTask(id)
+	bad["skill"] = "Go Dev!"
+	postProject(t, r, "bad input", bad)
+	waitKarvi(t, r, "blocked", id)
+	tk, _ := r.Karvi.Task(id)
+	require.NotNil(t, tk.Blocker)
+	require.Contains(t, tk.Blocker.Reason, "task "+id+": skill")
+	time.Sleep(5 * time.Second) // more reads of the board
+	require.Equal(t, 0, runsOf(t, r, id), "not started")
+	var blocks int
+	for _, w := range r.Karvi.Writes(id) {
+		if strings.Contains(string(w.Body), `"blocked"`) {
+			blocks++
+		}
+	}
+	require.Equal(t, 1, blocks, "blocked once")
+	st := intakeStatus(t, r)
+	require.Equal(t, 1, st.Counts.Blocked)
 }

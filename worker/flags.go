@@ -144,6 +144,9 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if c.intakeKarvi && c.sinkKind != "karvi" {
 		return c, fmt.Errorf("-intake-karvi (KARVI_EDDA_INTAKE_KARVI) needs -sink karvi (KARVI_EDDA_SINK): the tasks it takes report their status to the board")
 	}
+	if c.intakePoll < time.Second || c.intakePoll > time.Hour {
+		return c, fmt.Errorf("-intake-poll (KARVI_EDDA_INTAKE_POLL) must be between 1s and 1h, got %s: each poll reads karvi's whole board", c.intakePoll)
+	}
 	if c.intakeKarvi && c.intakeHint == "" {
 		return c, fmt.Errorf("-intake-runtime-hint (KARVI_EDDA_INTAKE_RUNTIME_HINT) must not be empty")
 	}

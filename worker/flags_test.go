@@ -120,6 +120,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"stray"}, want: []string{`"stray"`, "only flags"}},
 		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
 		{env: map[string]string{"KARVI_EDDA_INTAKE_KARVI": "true"}, want: []string{"-intake-karvi", "needs -sink karvi"}},
+		{args: []string{"-intake-poll", "10ms"}, want: []string{"-intake-poll", "between 1s and 1h", "10ms"}},
 		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {

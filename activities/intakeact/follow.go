@@ -41,7 +41,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 }
 
 // heartbeatEvery is how often Follow heartbeats (the workflow's heartbeat
-// timeout is a minute).
+// timeout is 30 s).
 const heartbeatEvery = 10 * time.Second
 
 // Follow waits until there is something for the intake to do and returns
@@ -94,7 +94,13 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 			return intakeapi.FollowResult{Ended: ended, Problem: problem}, len(ended) > 0 || problem != in.Problem && in.Problem == ""
 		}
 		problem = ""
+		// A board the rules cannot read is a problem, reported when it
+		// is new: returned as a board, it would be returned again on
+		// every read, each a tick in the workflow's history.
 		trimmed, err := Trim(raw)
+		if err == nil {
+			_, err = intake.DecodeBoard(trimmed)
+		}
 		if err != nil {
 			problem = "karvi " + in.BoardURL + ": " + err.Error()
 			return intakeapi.FollowResult{Ended: ended, Problem: problem}, len(ended) > 0 || in.Problem != problem

@@ -133,3 +133,20 @@ func TestTrimKeepsWhatTheIntakeReads(t *testing.T) {
 	_, err = Trim([]byte(`<html>`))
 	require.ErrorContains(t, err, "not a JSON object")
 }
+
+// A board that does not decode is a problem reported once, not a board
+// returned again and again (each return is a tick in the history).
+func TestFollowReportsAnUnreadableBoardOnce(t *testing.T) {
+	k := fake(t)
+	k.SetControls(map[string]any{"auto_dispatch": "yes please"})
+	res, err := follow(t, k, token, intakeapi.FollowInput{Poll: 100 * time.Millisecond, MaxWait: 5 * time.Second})
+	require.NoError(t, err)
+	require.Empty(t, res.Board)
+	require.Contains(t, res.Problem, "controls.auto_dispatch")
+	start := time.Now()
+	again, err := follow(t, k, token, intakeapi.FollowInput{Poll: 100 * time.Millisecond, MaxWait: time.Second, Problem: res.Problem})
+	require.NoError(t, err)
+	require.Empty(t, again.Board)
+	require.Equal(t, res.Problem, again.Problem)
+	require.GreaterOrEqual(t, time.Since(start), time.Second, "waited: nothing new")
+}

@@ -73,7 +73,9 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 
 	followCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: followWait + 2*time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		// Heartbeats come every 10 s: a follower on a killed worker is
+		// given up (and started on another) within half a minute.
+		HeartbeatTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: time.Minute},
 	})

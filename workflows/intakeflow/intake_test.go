@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -169,4 +170,28 @@ func TestIntakeBlocksBadTaskOnceAndShowsSkips(t *testing.T) {
 	require.Len(t, st.Skipped, 1)
 	require.Equal(t, "T4", st.Skipped[0].TaskID)
 	require.Contains(t, st.Skipped[0].Reason, "openclaw")
+}
+
+// karvi refusing the token: the intake says so, claims nothing, asks
+// again after a wait, and takes the board once karvi answers.
+func TestIntakeUnauthorizedWaitsAndSaysSo(t *testing.T) {
+	s := &script{follows: []intakeapi.FollowResult{
+		{Problem: "karvi http://127.0.0.1:3461: GET /api/board: HTTP 401 (unauthorized): unauthorized", Unauthorized: true},
+		{Board: board(5, task("T1", "dispatched"))},
+	}}
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(IntakeWorkflow, workflow.RegisterOptions{Name: intakeapi.WorkflowName})
+	env.RegisterActivityWithOptions(s.follow, activity.RegisterOptions{Name: intakeapi.FollowActivity})
+	env.RegisterActivityWithOptions(s.apply, activity.RegisterOptions{Name: intakeapi.ApplyActivity})
+	var during intakeapi.Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(intakeapi.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&during))
+	}, time.Minute)
+	env.ExecuteWorkflow(intakeapi.WorkflowName, intakeapi.Input{BoardURL: "http://127.0.0.1:3461", TicksBeforeContinue: 2})
+	require.Contains(t, during.Problem, "401")
+	require.Empty(t, during.Claims, "nothing claimed while karvi refuses")
+	require.Equal(t, []string{"start T1"}, s.kinds())
 }
