@@ -162,6 +162,8 @@ type delivery struct {
 	// reduces a batch, which ends with flush.
 	hold     sink.Coalescer
 	batching bool
+	// limits follows the transcripts for a usage limit (limits.go).
+	limits *limitWatcher
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -348,6 +350,7 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 
 func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 	d.res.Events++
+	d.judgeEvent(ctx, ev)
 	if c, ok := d.brief.Reduce(ev); ok {
 		if d.skip > 0 {
 			d.skip--

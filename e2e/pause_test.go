@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -162,4 +163,33 @@ func TestUsageLimitPauseSurvivesTheWorker(t *testing.T) {
 	}
 	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
 	require.Equal(t, 1, starts["test"], "phases: %v", starts)
+}
+
+// Agents that report a limit otherwise pause the task too: the Codex CLI
+// (a turn.failed line in the transcript, then a crash without a result)
+// and an agent whose crash message, in phase_failed, is the limit's text.
+func TestUsageLimitOtherFormsPause(t *testing.T) {
+	for _, tc := range []struct{ form, source string }{
+		{"codex", "pattern:hit-your-limit"},
+		{"crash", "pattern:hit-your-limit"},
+	} {
+		t.Run(tc.form, func(t *testing.T) {
+			r := testrig.New(t, testrig.Options{})
+			r.Workspace("T42")
+			d := testrig.Dispatch(t, "T42", "Add user authentication with JWT. [sim phase=implement limit="+tc.form+" resets=2s]")
+			run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+				PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+			res := r.Result(run)
+			require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+			st, err := r.Status("T42")
+			require.NoError(t, err)
+			require.Equal(t, 1, st.Pauses, "one pause")
+			// The pause, with what recognised the limit, is in the task's
+			// event stream.
+			stream, err := os.ReadFile(filepath.Join(r.WorkRoot, "events", "run-T42.jsonl"))
+			require.NoError(t, err)
+			require.Contains(t, string(stream), "usage limit in phase implement ("+tc.source+")")
+			require.Equal(t, 1, res.Attempt)
+		})
+	}
 }

@@ -280,9 +280,7 @@ func (r *runner) runPhase(id string) error {
 	var res agentResult
 	if reset, hit := r.usageLimit(id, spec); hit {
 		time.Sleep(spec.Delay)
-		zero := 0.0
-		res = agentResult{kind: agentDone, cost: &zero, limitReset: reset}
-		spec = limitedSpec(spec)
+		res, spec = limitedResult(spec, reset)
 	} else {
 		res = r.runAgent(ph, spec, attempt)
 	}
