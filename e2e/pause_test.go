@@ -193,3 +193,18 @@ func TestUsageLimitOtherFormsPause(t *testing.T) {
 		})
 	}
 }
+
+// A failing check whose output merely mentions rate limits (the program
+// under test has one) is an ordinary failure: the task ends blocked, with
+// no pause.
+func TestCheckMentioningRateLimitIsNoPause(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T43")
+	d := testrig.Dispatch(t, "T43", `Add a rate limiter. [sim phase=implement fail error="exit 1: --- FAIL: TestLimiter: expected 429 Too Many Requests, rate limit exceeded, retry after 5s"]`)
+	res := r.Result(r.StartInput(workflows.TaskInput{Dispatch: d}))
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Contains(t, res.Outcome.LastError, "TestLimiter")
+	st, err := r.Status("T43")
+	require.NoError(t, err)
+	require.Zero(t, st.Pauses)
+}
