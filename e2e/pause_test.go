@@ -15,9 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/runapi"
 )
 
 // An agent that hits its usage limit in the implement phase, as Claude
@@ -207,4 +210,42 @@ func TestCheckMentioningRateLimitIsNoPause(t *testing.T) {
 	st, err := r.Status("T43")
 	require.NoError(t, err)
 	require.Zero(t, st.Pauses)
+}
+
+// A run whose task pauses on a usage limit: status.json shows the task
+// paused (paused_reason usage_limit, paused_at) while its dependent waits;
+// after the reset both complete, with no loop counted.
+func TestRunShowsAPausedTask(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass"})
+	runFile := `{"slug":"pz","title":"Paused","tasks":[
+	 {"id":"pz-a","title":"A","description":"[sim phase=test limit resets=4s]"},
+	 {"id":"pz-b","title":"B","depends":["pz-a"]}]}`
+	statusPath := activities.RunStatusPath(r.WorkRoot, "pz")
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+	var seen runstatus.Status
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(statusPath)
+		if err != nil {
+			return false
+		}
+		var doc runstatus.Status
+		if json.Unmarshal(data, &doc) != nil || doc.Tasks["pz-a"] == nil {
+			return false
+		}
+		seen = doc
+		return doc.Tasks["pz-a"].Status == runstatus.TaskPaused
+	}, 30*time.Second, 20*time.Millisecond, "status.json must show the task paused")
+	a := seen.Tasks["pz-a"]
+	require.Equal(t, runstatus.PausedUsageLimit, a.PausedReason)
+	require.False(t, a.PausedAt.IsZero())
+	require.Equal(t, runstatus.TaskQueued, seen.Tasks["pz-b"].Status, "the dependent waits")
+
+	doc := r.RunResult(wr, 2*time.Minute)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	for _, id := range []string{"pz-a", "pz-b"} {
+		require.Equal(t, runstatus.TaskDone, doc.Tasks[id].Status, id)
+		require.Equal(t, 1, doc.Tasks[id].LoopCount, id)
+		require.Empty(t, doc.Tasks[id].PausedReason, id)
+	}
 }
