@@ -169,6 +169,8 @@ type delivery struct {
 	// (karvi's rate limit) into one, across batches: they leave once the
 	// sink is no longer congested, and always before a checkpoint (finish).
 	hold sink.Coalescer
+	// limits follows the transcripts for a usage limit (limits.go).
+	limits *limitWatcher
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -371,6 +373,7 @@ func (d *delivery) finish(ctx context.Context) error {
 
 func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 	d.res.Events++
+	d.judgeEvent(ctx, ev)
 	if c, ok := d.brief.Reduce(ev); ok {
 		if d.skip > 0 {
 			d.skip--

@@ -18,6 +18,7 @@ import (
 
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/limits"
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
 )
 
@@ -99,6 +100,7 @@ func (d *delivery) watchLimits(ctx context.Context) func() {
 	if w.det == nil {
 		w.det = limits.Default()
 	}
+	d.limits = w
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -169,6 +171,26 @@ func (w *limitWatcher) scan(ctx context.Context) {
 			}
 			w.interrupt(ctx)
 		}
+	}
+}
+
+// judgeEvent reads a phase_failed error as free text: agents that exit
+// non-zero on a limit (or wrappers around them) may put its message there.
+// A failing check's output is not read as a limit unless a named pattern
+// matches (limits.Detector.Text).
+func (d *delivery) judgeEvent(ctx context.Context, ev mapping.Event) {
+	w := d.limits
+	if w == nil || ev.Type != mapping.EventPhaseFailed || ev.Error == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.limit != nil {
+		return
+	}
+	if v := w.det.Text(ev.Error, time.Now()); v.Limited {
+		w.limit = &UsageLimit{Phase: ev.PhaseID, ResetAt: v.ResetAt, Source: v.Source, Text: v.Text, SeenAt: time.Now().UTC()}
+		w.interrupt(ctx)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/limits"
+	"karvi-edda-temporal/mapping"
 )
 
 const (
@@ -76,4 +77,18 @@ func TestLimitWatcherScan(t *testing.T) {
 	require.Equal(t, limits.SourceAPIErrorStatus, w2.limit.Source)
 
 	require.Equal(t, "test-phase", phaseOfTranscript("test-phase-bbbbbbbb.jsonl"))
+}
+
+// A phase_failed error that is a limit's message is a limit; a failing
+// check that mentions rate limits is not.
+func TestPhaseFailedErrorIsReadForALimit(t *testing.T) {
+	d := &delivery{limits: &limitWatcher{det: limits.Default(), cursor: TranscriptCursor{}}}
+	d.judgeEvent(context.Background(), mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test",
+		Error: "check failed: --- FAIL: TestRetry: expected retry after 5s on 429 Too Many Requests"})
+	require.Nil(t, d.limits.limit)
+	d.judgeEvent(context.Background(), mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test",
+		Error: "You've hit your usage limit. Upgrade to Pro, or try again at 3:42 PM."})
+	require.NotNil(t, d.limits.limit)
+	require.Equal(t, "test", d.limits.limit.Phase)
+	require.False(t, d.limits.limit.ResetAt.IsZero())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -14,9 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/runapi"
 )
 
 // An agent that hits its usage limit in the implement phase, as Claude
@@ -162,4 +166,86 @@ func TestUsageLimitPauseSurvivesTheWorker(t *testing.T) {
 	}
 	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
 	require.Equal(t, 1, starts["test"], "phases: %v", starts)
+}
+
+// Agents that report a limit otherwise pause the task too: the Codex CLI
+// (a turn.failed line in the transcript, then a crash without a result)
+// and an agent whose crash message, in phase_failed, is the limit's text.
+func TestUsageLimitOtherFormsPause(t *testing.T) {
+	for _, tc := range []struct{ form, source string }{
+		{"codex", "pattern:hit-your-limit"},
+		{"crash", "pattern:hit-your-limit"},
+	} {
+		t.Run(tc.form, func(t *testing.T) {
+			r := testrig.New(t, testrig.Options{})
+			r.Workspace("T42")
+			d := testrig.Dispatch(t, "T42", "Add user authentication with JWT. [sim phase=implement limit="+tc.form+" resets=2s]")
+			run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+				PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+			res := r.Result(run)
+			require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
+			st, err := r.Status("T42")
+			require.NoError(t, err)
+			require.Equal(t, 1, st.Pauses, "one pause")
+			// The pause, with what recognised the limit, is in the task's
+			// event stream.
+			stream, err := os.ReadFile(filepath.Join(r.WorkRoot, "events", "run-T42.jsonl"))
+			require.NoError(t, err)
+			require.Contains(t, string(stream), "usage limit in phase implement ("+tc.source+")")
+			require.Equal(t, 1, res.Attempt)
+		})
+	}
+}
+
+// A failing check whose output merely mentions rate limits (the program
+// under test has one) is an ordinary failure: the task ends blocked, with
+// no pause.
+func TestCheckMentioningRateLimitIsNoPause(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	r.Workspace("T43")
+	d := testrig.Dispatch(t, "T43", `Add a rate limiter. [sim phase=implement fail error="exit 1: --- FAIL: TestLimiter: expected 429 Too Many Requests, rate limit exceeded, retry after 5s"]`)
+	res := r.Result(r.StartInput(workflows.TaskInput{Dispatch: d}))
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Contains(t, res.Outcome.LastError, "TestLimiter")
+	st, err := r.Status("T43")
+	require.NoError(t, err)
+	require.Zero(t, st.Pauses)
+}
+
+// A run whose task pauses on a usage limit: status.json shows the task
+// paused (paused_reason usage_limit, paused_at) while its dependent waits;
+// after the reset both complete, with no loop counted.
+func TestRunShowsAPausedTask(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass"})
+	runFile := `{"slug":"pz","title":"Paused","tasks":[
+	 {"id":"pz-a","title":"A","description":"[sim phase=test limit resets=4s]"},
+	 {"id":"pz-b","title":"B","depends":["pz-a"]}]}`
+	statusPath := activities.RunStatusPath(r.WorkRoot, "pz")
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &workflows.Tuning{
+		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
+	var seen runstatus.Status
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(statusPath)
+		if err != nil {
+			return false
+		}
+		var doc runstatus.Status
+		if json.Unmarshal(data, &doc) != nil || doc.Tasks["pz-a"] == nil {
+			return false
+		}
+		seen = doc
+		return doc.Tasks["pz-a"].Status == runstatus.TaskPaused
+	}, 30*time.Second, 20*time.Millisecond, "status.json must show the task paused")
+	a := seen.Tasks["pz-a"]
+	require.Equal(t, runstatus.PausedUsageLimit, a.PausedReason)
+	require.False(t, a.PausedAt.IsZero())
+	require.Equal(t, runstatus.TaskQueued, seen.Tasks["pz-b"].Status, "the dependent waits")
+
+	doc := r.RunResult(wr, 2*time.Minute)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	for _, id := range []string{"pz-a", "pz-b"} {
+		require.Equal(t, runstatus.TaskDone, doc.Tasks[id].Status, id)
+		require.Equal(t, 1, doc.Tasks[id].LoopCount, id)
+		require.Empty(t, doc.Tasks[id].PausedReason, id)
+	}
 }

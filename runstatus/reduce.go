@@ -613,3 +613,35 @@ func (s *Status) runError(op string) error {
 func taskError(id, op string, st TaskState) error {
 	return fmt.Errorf("task %s: cannot %s: it is %s: %w", id, op, st, ErrTransition)
 }
+
+// PauseTask records that a running task paused by itself for reason (only
+// PausedUsageLimit: its agent's account is out of usage until a reset). Its
+// conductor is stopped meanwhile and its dependents wait; ResumeTask
+// records that it runs again.
+func (s *Status) PauseTask(id string, reason PausedReason, at time.Time) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if reason != PausedUsageLimit {
+		return fmt.Errorf("task %s: cannot pause for %q: only %s pauses a running task: %w", id, reason, PausedUsageLimit, ErrTransition)
+	}
+	if t.Status != TaskRunning {
+		return taskError(id, "pause", t.Status)
+	}
+	t.Status, t.PausedReason, t.PausedAt = TaskPaused, reason, at.UTC()
+	return nil
+}
+
+// ResumeTask records that a task PauseTask paused runs again.
+func (s *Status) ResumeTask(id string) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status != TaskPaused || t.PausedReason != PausedUsageLimit {
+		return taskError(id, "resume", t.Status)
+	}
+	t.Status, t.PausedReason, t.PausedAt = TaskRunning, "", time.Time{}
+	return nil
+}

@@ -47,6 +47,9 @@ func renderDetails(st *State) string {
 		}
 		b.WriteString("\n\n")
 	}
+	if p := st.Pause; p != nil {
+		b.WriteString(pauseWords(p) + "\n\n")
+	}
 	if w := slotWords(a); w != "" {
 		b.WriteString(w + "\n\n")
 	}
@@ -105,8 +108,19 @@ func stageWords(s Stage) string {
 		return "finishing"
 	case StageDone:
 		return "ended"
+	case StagePaused:
+		return "paused"
 	}
 	return string(s)
+}
+
+// pauseWords says why the task waits and until when.
+func pauseWords(p *taskapi.Pause) string {
+	s := fmt.Sprintf("**paused** (%s) in phase %s until %s UTC", p.Reason, p.Phase, p.Until.UTC().Format("2006-01-02 15:04:05"))
+	if p.Text != "" {
+		s += ": " + oneLine(p.Text, noteRunes)
+	}
+	return s + " · `starter resume` ends it now"
 }
 
 // spent is what the attempt cost so far: the plan's total once the

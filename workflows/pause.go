@@ -10,6 +10,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -98,6 +99,7 @@ func (r *taskRun) pauseOnLimit(res activities.DeliverResult) error {
 		Reason: fmt.Sprintf("usage limit in phase %s (%s), resumes at %s", lim.Phase, lim.Source, until.UTC().Format(time.RFC3339))})
 	r.notify("paused", fmt.Sprintf("usage limit in phase %s", lim.Phase), lim.ResetAt,
 		map[string]string{"source": lim.Source, "phase": lim.Phase, "text": lim.Text, "until": until.UTC().Format(time.RFC3339)})
+	r.tellRun(true, now)
 	r.briefNote("paused", fmt.Sprintf("usage limit in phase %s, resumes at %s", lim.Phase, until.UTC().Format("15:04:05 UTC")))
 	a.Stage = StagePaused
 	r.upsertSearch()
@@ -174,6 +176,7 @@ func (r *taskRun) resume(why string) error {
 	a.LastEventAt = workflow.Now(r.ctx)
 	a.Stage = StageRunning
 	r.step(canonical.Step{Kind: canonical.StepNote, Status: "resumed", Reason: why})
+	r.tellRun(false, workflow.Now(r.ctx))
 	r.notify("resumed", why, time.Time{}, map[string]string{"plan": a.PlanName()})
 	r.briefNote("resumed", why)
 	r.upsertSearch()
@@ -207,5 +210,21 @@ func (r *taskRun) notify(kind, reason string, resetAt time.Time, details map[str
 	}).Get(r.ctx, nil)
 	if err != nil {
 		r.log.Warn("notification not queued", "kind", kind, "error", err)
+	}
+}
+
+// tellRun tells the run that started the task, if any, that it paused or
+// runs again, so the run's status shows it.
+func (r *taskRun) tellRun(paused bool, at time.Time) {
+	parent := workflow.GetInfo(r.ctx).ParentWorkflowExecution
+	if parent == nil {
+		return
+	}
+	p := runapi.TaskPause{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Paused: paused, At: at.UTC()}
+	if paused {
+		p.Reason = taskapi.PausedUsageLimit
+	}
+	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskPause, p).Get(r.ctx, nil); err != nil {
+		r.log.Warn("pause not reported to the run", "error", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // limitedConductor is a conductor whose first run meets a usage limit in
@@ -182,4 +183,15 @@ func TestPauseCapBlocksTheTask(t *testing.T) {
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Contains(t, res.Outcome.LastError, "usage limit 3 times")
 	require.Len(t, c.resumes, 2)
+}
+
+// The Web UI's details say the task is paused, why, until when, and how
+// to end it.
+func TestDetailsShowThePause(t *testing.T) {
+	until := time.Date(2026, 3, 10, 15, 2, 0, 0, time.UTC)
+	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, Current: Attempt{N: 1, Stage: StagePaused},
+		Pause: &taskapi.Pause{Reason: taskapi.PausedUsageLimit, Phase: "test", Until: until, Text: "You've hit your limit · resets 3pm"}}
+	got := renderDetails(&st)
+	require.Contains(t, got, "attempt 1 · paused")
+	require.Contains(t, got, "**paused** (usage_limit) in phase test until 2026-03-10 15:02:00 UTC: You've hit your limit · resets 3pm · `starter resume` ends it now")
 }

@@ -135,6 +135,7 @@ func (r *runFlow) setup() error {
 		return fmt.Errorf("register handover query: %w", err)
 	}
 	r.listenForSpend()
+	r.listenForPauses()
 	return r.setUpdateHandlers()
 }
 
@@ -318,6 +319,8 @@ func (r *runFlow) applyEnd(e taskEnd) {
 	r.addSpend(e)
 	r.changed()
 	doc := &r.st.Doc
+	// A task that ended while its run still saw it paused runs no more.
+	_ = doc.ResumeTask(e.ID)
 	if doc.Tasks[e.ID].Status != runstatus.TaskRunning {
 		return
 	}

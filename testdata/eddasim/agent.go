@@ -25,6 +25,8 @@ type agentResult struct {
 	error string // crash message
 	// limitReset is set when the agent met a usage limit (limit.go).
 	limitReset time.Time
+	// codex: the limit is written as the Codex CLI does (turn.failed).
+	codex bool
 }
 
 // agentChildArg is the hidden subcommand a `child` agent runs as.

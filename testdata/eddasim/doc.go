@@ -77,7 +77,10 @@
 //	                  transcript gets a rejected rate_limit_event (resetsAt) and a result with
 //	                  subtype success, is_error true, api_error_status 429 and cost 0; the
 //	                  checks then fail (fail, the default: attempts spent at once) or pass
-//	                  (pass: the phase passes with no work done) until the reset
+//	                  (pass: the phase passes with no work done) until the reset; codex: the
+//	                  Codex CLI's way, a turn.failed line with its message, then an agent crash
+//	                  "agent exited with code 1 without result"; crash: an agent crash whose
+//	                  message is the limit's text (reaches phase_failed's error)
 //	resets=DURATION   how long a limit lasts from its first hit (default 2s); kept in
 //	                  sim-limit-{phase} in the state directory, so a later run meets it too
 //	delay=DURATION    simulated agent time per attempt (Go duration; default 50ms)

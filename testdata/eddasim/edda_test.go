@@ -322,3 +322,46 @@ phases:
 		t.Errorf("plan %q cost %v, want completed at 0", st.PlanStatus, st.TotalCostUSD)
 	}
 }
+
+// `limit=codex` writes the Codex CLI's turn.failed line and crashes;
+// `limit=crash` puts the limit's text in phase_failed's error.
+func TestUsageLimitCodexAndCrashForms(t *testing.T) {
+	dir := newPlan(t, `name: limited-codex
+max_attempts: 1
+phases:
+  - id: a
+    prompt: "[sim limit=codex resets=1m]"
+  - id: b
+    prompt: "[sim limit=crash resets=1m]"
+`)
+	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	files, _ := filepath.Glob(filepath.Join(stateDir(dir, "limited-codex"), "transcripts", "a-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("transcripts %v", files)
+	}
+	data, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(data), `"type":"turn.failed"`) || !strings.Contains(string(data), "You've hit your usage limit") {
+		t.Errorf("codex transcript:\n%s", data)
+	}
+	var failed []string
+	for _, e := range readEvents(t, dir, "limited-codex") {
+		if e.str("type") == "phase_failed" {
+			failed = append(failed, e.str("error"))
+		}
+	}
+	if len(failed) != 1 || failed[0] != "agent exited with code 1 without result" {
+		t.Errorf("phase_failed errors %q", failed)
+	}
+	dir = newPlan(t, `name: limited-crash
+max_attempts: 1
+phases:
+  - id: b
+    prompt: "[sim limit=crash resets=1m]"
+`)
+	assertExit(t, runSim(t, dir, nil, "conduct", "run", "plan.yaml"), 0)
+	evs := readEvents(t, dir, "limited-crash")
+	last := evs[len(evs)-1]
+	if last.str("type") != "phase_failed" || !strings.HasPrefix(last.str("error"), "You've hit your usage limit.") {
+		t.Errorf("last event %v", last)
+	}
+}

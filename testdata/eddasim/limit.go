@@ -47,6 +47,25 @@ func (r *runner) usageLimit(phaseID string, spec simSpec) (time.Time, bool) {
 	return reset, true
 }
 
+// limitedResult is what a limited agent returns, and the spec its checks
+// then run with.
+func limitedResult(spec simSpec, reset time.Time) (agentResult, simSpec) {
+	switch spec.Limit {
+	case "codex":
+		return agentResult{kind: agentCrash, error: "agent exited with code 1 without result", limitReset: reset, codex: true}, spec
+	case "crash":
+		return agentResult{kind: agentCrash, error: codexText(reset)}, spec
+	}
+	zero := 0.0
+	return agentResult{kind: agentDone, cost: &zero, limitReset: reset}, limitedSpec(spec)
+}
+
+// codexText is the Codex CLI's message for a usage limit.
+func codexText(reset time.Time) string {
+	return "You've hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), or try again at " +
+		reset.UTC().Format("3:04:05 PM") + " UTC."
+}
+
 // limitedSpec is how the checks of a limited attempt behave.
 func limitedSpec(spec simSpec) simSpec {
 	s := spec

@@ -279,10 +279,12 @@ func (r *runner) runPhase(id string) error {
 	tr := r.openTranscript(id)
 	var res agentResult
 	if reset, hit := r.usageLimit(id, spec); hit {
-		time.Sleep(spec.Delay)
-		zero := 0.0
-		res = agentResult{kind: agentDone, cost: &zero, limitReset: reset}
-		spec = limitedSpec(spec)
+		select {
+		case <-time.After(spec.Delay):
+			res, spec = limitedResult(spec, reset)
+		case <-r.ctx.Done():
+			res = agentResult{kind: agentShutdown, error: "conductor shutdown"}
+		}
 	} else {
 		res = r.runAgent(ph, spec, attempt)
 	}

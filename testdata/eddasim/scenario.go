@@ -50,9 +50,11 @@ type simSpec struct {
 	// finished attempt, committing it when the cwd is a git work tree.
 	Edit string
 	// Limit: the agent's account hits its usage limit in this phase, as
-	// Claude Code reports it (success-shaped, see transcript.go); "fail"
+	// Claude Code reports it (success-shaped, see limit.go); "fail"
 	// fails the checks of a limited attempt (the agent did no work),
-	// "pass" lets them pass. Resets is how long after the first hit the
+	// "pass" lets them pass; "codex": the Codex CLI's way (a turn.failed
+	// line, then a crash without a result); "crash": an agent whose
+	// crash message is the limit's text. Resets is how long after the first hit the
 	// limit lasts (default defaultResets).
 	Limit  string
 	Resets time.Duration
@@ -364,10 +366,10 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 			switch v {
 			case "", "fail":
 				s.Limit = "fail"
-			case "pass":
-				s.Limit = "pass"
+			case "pass", "codex", "crash":
+				s.Limit = v
 			default:
-				err = fmt.Errorf("limit=%q: want no value, fail or pass", v)
+				err = fmt.Errorf("limit=%q: want no value, fail, pass, codex or crash", v)
 			}
 		case "resets":
 			s.Resets, err = time.ParseDuration(v)

@@ -40,6 +40,10 @@ func (r *runner) openTranscript(phaseID string) *transcript {
 // or interrupted agent wrote none.
 func (t *transcript) finish(phaseID string, attempt int, res agentResult) {
 	text := fmt.Sprintf("eddasim: phase %s, attempt %d", phaseID, attempt)
+	if res.codex {
+		t.write(map[string]any{"type": "turn.failed", "error": map[string]any{"message": codexText(res.limitReset)}})
+		return
+	}
 	if !res.limitReset.IsZero() {
 		t.write(map[string]any{"type": "rate_limit_event", "session_id": t.session,
 			"rate_limit_info": map[string]any{"status": "rejected", "resetsAt": res.limitReset.Unix(), "rateLimitType": "five_hour"}})

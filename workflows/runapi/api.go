@@ -92,6 +92,19 @@ type Reopen struct {
 	Task   TaskRequest `json:"task"`
 }
 
+// SignalTaskPause is how a task tells its run that it paused (a usage
+// limit) or runs again (TaskPause).
+const SignalTaskPause = "task-pause"
+
+// TaskPause is the payload of SignalTaskPause.
+type TaskPause struct {
+	Task    string    `json:"task"`
+	Attempt int       `json:"attempt"`
+	Paused  bool      `json:"paused"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
 // TaskSpend is the payload of SignalTaskSpend.
 type TaskSpend struct {
 	Task    string  `json:"task"`

@@ -1,0 +1,42 @@
+package runstatus
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// A running task that pauses on a usage limit shows paused with its
+// reason and time, then running again; only a running task pauses, only
+// for a usage limit, and a stalled task is not resumed this way.
+func TestTaskPausesOnAUsageLimitAndResumes(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := New(parseRun(t, testRun), at)
+	if err := s.Start(at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PauseTask("a", PausedUsageLimit, at); !errors.Is(err, ErrTransition) {
+		t.Fatalf("pause of a queued task: %v, want ErrTransition", err)
+	}
+	if err := s.TaskStarted("a", "", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PauseTask("a", PausedStall, at); !errors.Is(err, ErrTransition) {
+		t.Fatalf("pause for a stall: %v, want ErrTransition", err)
+	}
+	if err := s.PauseTask("a", PausedUsageLimit, at); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Tasks["a"]; a.Status != TaskPaused || a.PausedReason != PausedUsageLimit || !a.PausedAt.Equal(at) {
+		t.Fatalf("a = %+v", a)
+	}
+	if err := s.ResumeTask("a"); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Tasks["a"]; a.Status != TaskRunning || a.PausedReason != "" || !a.PausedAt.IsZero() {
+		t.Fatalf("a = %+v", a)
+	}
+	if err := s.ResumeTask("a"); !errors.Is(err, ErrTransition) {
+		t.Fatalf("resume of a running task: %v, want ErrTransition", err)
+	}
+}
