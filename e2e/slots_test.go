@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
@@ -225,6 +227,12 @@ func TestSlotPoolServesASmallRunBehindABigOne(t *testing.T) {
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=300ms cost=0.01"})
 	pool := r.PoolName("fair")
 	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
+	// `starter slots` with no pool lists the pools that run.
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "slots", "-address", r.Server.Addr, "-namespace", r.Server.Namespace).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "pool "+pool+": max_concurrent 1, ")
 
 	big, _ := r.StartRun(runapi.RunInput{Run: slotRun("slots-fair-big", "fb", 6), Pool: pool})
 	r.WaitPool(pool, "the big run holding the slot with five in line", func(v slotapi.View) bool {

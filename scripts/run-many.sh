@@ -13,7 +13,7 @@ start_server
 export EDDASIM_SCENARIO=${EDDASIM_SCENARIO:-"checks=pass delay=300ms cost=0.12"}
 start_worker
 
-bin/starter run start -address "$ADDR" -wait "$RUNFILE"
+bin/starter run start -address "$ADDR" -follow "$RUNFILE"
 SLUG=$(bin/starter run plan "$RUNFILE" | sed -n '1s/^run \([^:]*\):.*/\1/p')
 echo
 echo "== status.json ($RUN/work/prds/$SLUG/status.json) =="

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -19,6 +20,8 @@ import (
 type command struct {
 	name, arg, summary string
 	flags              func(fs *flag.FlagSet, o *options)
+	// run does the command (handlers.go).
+	run func(*env) error
 	// nargs is how many arguments arg names (default one); noArg: none.
 	nargs int
 	noArg bool
@@ -76,49 +79,49 @@ func templatesFlag(fs *flag.FlagSet, o *options) {
 // commands may be two words ("run plan"): the second names what to do with
 // the first.
 var commands = []*command{
-	{name: "plan", arg: "<dispatch.json|->", summary: "print the plan.yaml a dispatch produces (no Temporal needed)",
+	{name: "plan", run: planCmd, arg: "<dispatch.json|->", summary: "print the plan.yaml a dispatch produces (no Temporal needed)",
 		flags: func(fs *flag.FlagSet, o *options) {
 			templatesFlag(fs, o)
 			fs.IntVar(&o.attempt, "attempt", 1, "attempt `number`")
 		}},
-	{name: "run plan", arg: "<run.json|->", summary: "dry run of a run file: start order, models, plans (no Temporal needed)",
+	{name: "run plan", run: runPlanCmd, arg: "<run.json|->", summary: "dry run of a run file: start order, models, plans (no Temporal needed)",
 		flags: templatesFlag},
-	{name: "run status", arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
+	{name: "run status", run: withClient(runStatusCmd), arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
 		flags: runStatusFlags},
-	{name: "start", arg: "<dispatch.json|->", summary: "start the task's workflow",
+	{name: "start", run: withClient(startCmd), arg: "<dispatch.json|->", summary: "start the task's workflow",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o); taskPoolFlags(fs, o) }},
-	{name: "cost", arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
-	{name: "abort", arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
-	{name: "resume", arg: "<taskId>", summary: "end a task's pause (a usage limit) now (signal resume)", flags: reasonFlag},
-	{name: "redispatch", arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
+	{name: "cost", run: withClient(costCmd), arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
+	{name: "abort", run: withClient(abortCmd), arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
+	{name: "resume", run: withClient(resumeCmd), arg: "<taskId>", summary: "end a task's pause (a usage limit) now (signal resume)", flags: reasonFlag},
+	{name: "redispatch", run: withClient(redispatchCmd), arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o); taskPoolFlags(fs, o) }},
-	{name: "status", arg: "<taskId>", summary: "query status (JSON)"},
-	{name: "brief", arg: "<taskId>", summary: "query the brief (JSON)"},
-	{name: "job", arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
-	{name: "follow", arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
-	{name: "events", arg: "<taskId>", summary: "print the task's canonical events (-follow: until the task ends)",
+	{name: "status", run: withClient(statusCmd), arg: "<taskId>", summary: "query status (JSON)"},
+	{name: "brief", run: withClient(briefCmd), arg: "<taskId>", summary: "query the brief (JSON)"},
+	{name: "job", run: withClient(jobCmd), arg: "<taskId>", summary: "query the task as a job: attempts, verdicts, metrics (JSON, or -report)", flags: reportFlag},
+	{name: "follow", run: withClient(followCmd), arg: "<taskId>", summary: "print phase progress until the task ends", flags: jsonFlag},
+	{name: "events", run: withClient(eventsCmd), arg: "<taskId>", summary: "print the task's canonical events (-follow: until the task ends)",
 		flags: eventsFlags},
-	{name: "result", arg: "<taskId>", summary: "wait for and print the workflow result"},
-	{name: "run start", arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
-	{name: "run pause", arg: "<slug>", summary: "start no new task of the run (running ones go on)"},
-	{name: "run resume", arg: "<slug>", summary: "let a paused run start tasks again"},
-	{name: "run skip", arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
-	{name: "run retry", arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
-	{name: "run abort", arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
-	{name: "run events", arg: "<slug>", summary: "print the run's canonical events: its states and its tasks' (-follow: until the run ends)", flags: eventsFlags},
-	{name: "run cost", arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
-	{name: "slots", noArg: true, summary: "an agent slot pool's limits, holders and waiters", flags: slotsFlags},
-	{name: "slots set", noArg: true, summary: "change an agent slot pool's limits now (starts the pool if it does not run)", flags: slotsSetFlags},
-	{name: "intake status", noArg: true, summary: "what the karvi intake of a board follows, claimed and skipped, and why (-json: the whole status)",
+	{name: "result", run: withClient(resultCmd), arg: "<taskId>", summary: "wait for and print the workflow result"},
+	{name: "run start", run: withClient(runStartCmd), arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
+	{name: "run pause", run: runUpdate(runapi.UpdatePause, nil), arg: "<slug>", summary: "start no new task of the run (running ones go on)"},
+	{name: "run resume", run: runUpdate(runapi.UpdateResume, nil), arg: "<slug>", summary: "let a paused run start tasks again"},
+	{name: "run skip", run: runTaskUpdate(runapi.UpdateSkip), arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
+	{name: "run retry", run: runTaskUpdate(runapi.UpdateRetry), arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
+	{name: "run abort", run: runUpdate(runapi.UpdateAbort, func(o options) any { return runapi.AbortRequest{Reason: o.reason} }), arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
+	{name: "run events", run: withClient(runEventsCmd), arg: "<slug>", summary: "print the run's canonical events: its states and its tasks' (-follow: until the run ends)", flags: eventsFlags},
+	{name: "run cost", run: withClient(runCostCmd), arg: "<slug>", summary: "what the run's tasks spent, by phase, task, model and skill, against its budget", flags: jsonOnlyFlag},
+	{name: "slots", run: withClient(slotsCmd), noArg: true, summary: "the agent slot pools that run, or one pool's limits, holders and waiters (-pool)", flags: slotsFlags},
+	{name: "slots set", run: withClient(slotsSetCmd), noArg: true, summary: "change an agent slot pool's limits now (starts the pool if it does not run)", flags: slotsSetFlags},
+	{name: "intake status", run: withClient(intakeStatusCmd), noArg: true, summary: "what the karvi intake of a board follows, claimed and skipped, and why (-json: the whole status)",
 		flags: intakeFlags},
-	{name: "schedule create", arg: "<dispatch.json|run.json|->", summary: "an intent: fire a task or a run once (-run-at) or on a -cron, until it converges",
+	{name: "schedule create", run: scheduleCmd, arg: "<dispatch.json|run.json|->", summary: "an intent: fire a task or a run once (-run-at) or on a -cron, until it converges",
 		flags: scheduleCreateFlags},
-	{name: "schedule list", noArg: true, summary: "every intent: target, when, next fires, runs, last outcome, state", flags: scheduleListFlags},
-	{name: "schedule update", arg: "<name>", summary: "change an intent's timing, limits, condition or target", flags: scheduleUpdateFlags},
-	{name: "schedule trigger", arg: "<name>", summary: "fire an intent now"},
-	{name: "schedule pause", arg: "<name>", summary: "stop an intent from firing", flags: reasonFlag},
-	{name: "schedule unpause", arg: "<name>", summary: "let a paused intent, or one in error, fire again", flags: reasonFlag},
-	{name: "schedule cancel", arg: "<name>", summary: "delete an intent and stop its fire (its target runs on)", flags: reasonFlag},
+	{name: "schedule list", run: scheduleCmd, noArg: true, summary: "every intent: target, when, next fires, runs, last outcome, state", flags: scheduleListFlags},
+	{name: "schedule update", run: scheduleCmd, arg: "<name>", summary: "change an intent's timing, limits, condition or target", flags: scheduleUpdateFlags},
+	{name: "schedule trigger", run: scheduleCmd, arg: "<name>", summary: "fire an intent now"},
+	{name: "schedule pause", run: scheduleCmd, arg: "<name>", summary: "stop an intent from firing", flags: reasonFlag},
+	{name: "schedule unpause", run: scheduleCmd, arg: "<name>", summary: "let a paused intent, or one in error, fire again", flags: reasonFlag},
+	{name: "schedule cancel", run: scheduleCmd, arg: "<name>", summary: "delete an intent and stop its fire (its target runs on)", flags: reasonFlag},
 }
 
 func eventsFlags(fs *flag.FlagSet, o *options) {
@@ -147,7 +150,7 @@ func poolFlag(fs *flag.FlagSet, o *options) {
 }
 
 func slotsFlags(fs *flag.FlagSet, o *options) {
-	poolFlag(fs, o)
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` to show (default: list every pool that runs)")
 	fs.BoolVar(&o.json, "json", false, "the pool's view as JSON")
 }
 
@@ -170,6 +173,7 @@ func runStartFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.repo, "repo", "", "git repository `dir` (inside the worker's work root) the tasks work in, each on a worktree of its own")
 	fs.StringVar(&o.featureBranch, "feature-branch", "", "`branch` the tasks' branches merge into (default feature/<slug>)")
 	fs.BoolVar(&o.wait, "wait", false, "wait for the run to end and print its final status")
+	fs.BoolVar(&o.follow, "follow", false, "redraw the run's view as it changes until it ends (as run status -follow)")
 	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` every task's conductor waits for (none: only the run's concurrency applies)")
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -55,114 +54,62 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	cmd, arg := inv.cmd.name, inv.arg
-	follow, reason := inv.opts.follow, inv.opts.reason
-
-	switch cmd {
-	case "plan":
-		return printPlan(arg, stdin, stdout, inv.opts.templates, inv.opts.attempt)
-	case "run plan":
-		return printRunPlan(arg, stdin, stdout, inv.opts.templates)
-	}
 	if err := checkSlotFlags(inv); err != nil {
-		return err
-	}
-	if strings.HasPrefix(cmd, "schedule ") {
-		return scheduleCommand(ctx, inv, stdin, stdout)
-	}
-	conn, err := temporalconn.Load(inv.conn)
-	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cl, err := conn.Dial(ctx, temporalconn.ErrorLogger(os.Stderr))
-	if err != nil {
-		return err
+	if inv.cmd.run == nil {
+		return fmt.Errorf("command %q has no implementation", inv.cmd.name)
 	}
-	defer cl.Close()
+	e := &env{ctx: ctx, inv: inv, stdin: stdin, stdout: stdout}
+	defer e.close()
+	return inv.cmd.run(e)
+}
 
-	switch cmd {
-	case "start":
-		d, err := readDispatch(arg, stdin)
+// env is what a command's handler works with: its parsed command line, its
+// input and output, and a Temporal client dialled on first use (commands
+// that need no server never dial).
+type env struct {
+	ctx    context.Context
+	inv    invocation
+	stdin  io.Reader
+	stdout io.Writer
+	cl     client.Client
+	queue  string
+}
+
+// client dials Temporal as the connection flags say, once.
+func (e *env) client() (client.Client, error) {
+	if e.cl != nil {
+		return e.cl, nil
+	}
+	conn, err := temporalconn.Load(e.inv.conn)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := conn.Dial(e.ctx, temporalconn.ErrorLogger(os.Stderr))
+	if err != nil {
+		return nil, err
+	}
+	e.cl, e.queue = cl, conn.TaskQueue
+	return cl, nil
+}
+
+func (e *env) close() {
+	if e.cl != nil {
+		e.cl.Close()
+	}
+}
+
+// withClient is a handler that needs Temporal: it gets the client dialled.
+func withClient(f func(e *env, cl client.Client) error) func(*env) error {
+	return func(e *env) error {
+		cl, err := e.client()
 		if err != nil {
 			return err
 		}
-		budget, err := budgetOf(inv.opts)
-		if err != nil {
-			return err
-		}
-		if err := start(ctx, cl, conn.TaskQueue, taskapi.TaskInput{Dispatch: d, Budget: budget, Slots: slotRequest(inv.opts)}, stdout); err != nil {
-			return err
-		}
-		if follow {
-			return followTask(ctx, cl, d.TaskID, stdout, followOptionsFor(stdout, inv.opts.json))
-		}
-		return nil
-	case "abort":
-		return signalTask(ctx, cl, arg, taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}, stdout)
-	case "resume":
-		return signalTask(ctx, cl, arg, taskapi.SignalResume, taskapi.ResumeSignal{Reason: reason}, stdout)
-	case "redispatch":
-		if err := redispatch(ctx, cl, conn.TaskQueue, arg, reason, slotRequest(inv.opts), stdout); err != nil {
-			return err
-		}
-		if follow {
-			return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
-		}
-		return nil
-	case "status":
-		var s taskapi.Status
-		if err := query(ctx, cl, arg, taskapi.QueryStatus, &s); err != nil {
-			return err
-		}
-		return printJSON(stdout, s)
-	case "brief":
-		var b mapping.Brief
-		if err := query(ctx, cl, arg, taskapi.QueryBrief, &b); err != nil {
-			return err
-		}
-		return printJSON(stdout, b)
-	case "run status":
-		return runStatus(ctx, temporalRuns{cl}, arg, stdout, runStatusOptionsFor(stdout, inv.opts))
-	case "job":
-		return printJob(ctx, cl, arg, inv.opts.report, stdout)
-	case "follow":
-		return followTask(ctx, cl, arg, stdout, followOptionsFor(stdout, inv.opts.json))
-	case "cost":
-		return printTaskOrRunCost(ctx, cl, arg, inv.opts.json, stdout)
-	case "run cost":
-		return printRunCost(ctx, cl, arg, inv.opts.json, stdout)
-	case "run start":
-		return startRun(ctx, cl, conn.TaskQueue, inv, stdin, stdout)
-	case "run pause":
-		return updateRun(ctx, cl, arg, runapi.UpdatePause, nil, stdout)
-	case "run resume":
-		return updateRun(ctx, cl, arg, runapi.UpdateResume, nil, stdout)
-	case "run skip":
-		return retryOrSkip(ctx, cl, arg, runapi.UpdateSkip, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
-	case "run retry":
-		return retryOrSkip(ctx, cl, arg, runapi.UpdateRetry, runapi.TaskRequest{Task: inv.args[1], Reason: reason}, stdout)
-	case "run abort":
-		return updateRun(ctx, cl, arg, runapi.UpdateAbort, runapi.AbortRequest{Reason: reason}, stdout)
-	case "events":
-		return printEvents(ctx, cl, conn.TaskQueue, taskEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
-	case "run events":
-		return printEvents(ctx, cl, conn.TaskQueue, runEvents(arg), eventsOptionsFor(stdout, inv.opts), stdout)
-	case "slots":
-		return showSlots(ctx, cl, inv.opts.pool, inv.opts.json, stdout)
-	case "intake status":
-		return showIntake(ctx, cl, inv.opts.board, inv.opts.json, stdout)
-	case "slots set":
-		return setSlots(ctx, cl, conn.TaskQueue, inv.opts.pool, setRequest(inv.opts), stdout)
-	case "result":
-		var res taskapi.Result
-		if err := cl.GetWorkflow(ctx, taskapi.WorkflowID(arg), "").Get(ctx, &res); err != nil {
-			return fmt.Errorf("task %s: %w", arg, err)
-		}
-		return printJSON(stdout, res)
-	default:
-		return fmt.Errorf("command %q has no implementation", cmd)
+		return f(e, cl)
 	}
 }
 

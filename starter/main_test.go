@@ -187,3 +187,11 @@ func TestCommandsDialThroughTheHelper(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "connect to Temporal at "+addr)
 }
+
+// Every command's handler is in its row of the table: adding a command is
+// one edit.
+func TestEveryCommandHasItsHandler(t *testing.T) {
+	for _, c := range commands {
+		require.NotNil(t, c.run, "command %q", c.name)
+	}
+}

@@ -51,6 +51,9 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
 	fmt.Fprintf(stdout, "started %s run %s: %d tasks, concurrency %d\n", id, run.GetRunID(), len(r.Tasks), r.Concurrency)
+	if inv.opts.follow {
+		return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{follow: true}))
+	}
 	if !inv.opts.wait {
 		return nil
 	}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/slots"
@@ -36,6 +38,9 @@ func checkSlotFlags(inv invocation) error {
 			return &usageError{cmd: inv.cmd, msg: fmt.Sprintf("-slot-timeout %s must not be negative", o.slotTimeout)}
 		}
 	case "slots", "slots set":
+		if o.pool == "" && inv.cmd.name == "slots" {
+			return nil // every pool
+		}
 		if err := slots.ValidPoolName(o.pool); err != nil {
 			return &usageError{cmd: inv.cmd, msg: "-pool: " + err.Error()}
 		}
@@ -66,6 +71,9 @@ func setRequest(o options) slotapi.SetRequest {
 
 // showSlots prints a pool's limits, holders and waiters.
 func showSlots(ctx context.Context, cl client.Client, pool string, asJSON bool, stdout io.Writer) error {
+	if pool == "" {
+		return listPools(ctx, cl, asJSON, stdout)
+	}
 	id := slotapi.WorkflowID(pool)
 	v, err := cl.QueryWorkflow(ctx, id, "", slotapi.QuerySlots)
 	if err != nil {
@@ -189,4 +197,50 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// listPools shows every pool that runs, one line each (-json: their views).
+func listPools(ctx context.Context, cl client.Client, asJSON bool, stdout io.Writer) error {
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", slotapi.PoolWorkflowName)
+	var names []string
+	var next []byte
+	for {
+		page, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: next})
+		if err != nil {
+			return fmt.Errorf("list the slot pools: %w", err)
+		}
+		for _, ex := range page.GetExecutions() {
+			if name, ok := strings.CutPrefix(ex.GetExecution().GetWorkflowId(), slotapi.WorkflowID("")); ok {
+				names = append(names, name)
+			}
+		}
+		if next = page.GetNextPageToken(); len(next) == 0 {
+			break
+		}
+	}
+	slices.Sort(names)
+	views := []slotapi.View{}
+	for _, name := range names {
+		v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(name), "", slotapi.QuerySlots)
+		var view slotapi.View
+		if err == nil {
+			err = v.Get(&view)
+		}
+		if err != nil {
+			return fmt.Errorf("query pool %s: %w", name, err)
+		}
+		views = append(views, view)
+	}
+	if asJSON {
+		return printJSON(stdout, views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintln(stdout, "no slot pool runs: a task that names one starts it, or `starter slots set -pool NAME -max-concurrent N`")
+		return nil
+	}
+	for _, v := range views {
+		fmt.Fprintf(stdout, "pool %s: %s\n", v.Pool, limitsLine(v))
+	}
+	fmt.Fprintln(stdout, "\n`starter slots -pool NAME` shows a pool's holders and line.")
+	return nil
 }

@@ -16,8 +16,11 @@ func TestSlotsCommandLines(t *testing.T) {
 	inv, err := parseArgs([]string{"slots"})
 	require.NoError(t, err)
 	require.Equal(t, "slots", inv.cmd.name)
-	require.Equal(t, "agents", inv.opts.pool)
+	require.Empty(t, inv.opts.pool, "no -pool: every pool")
 	require.NoError(t, checkSlotFlags(inv))
+	inv, err = parseArgs([]string{"slots", "-pool", "bad pool"})
+	require.NoError(t, err)
+	require.ErrorContains(t, checkSlotFlags(inv), "-pool: pool name")
 
 	inv, err = parseArgs([]string{"slots", "set", "-pool", "gpu", "-max-concurrent", "4", "-max-total", "0", "-check-every", "5s"})
 	require.NoError(t, err)
