@@ -531,7 +531,7 @@ func TestScheduleCronTimesAgreeWithTheServer(t *testing.T) {
 		h, err := r.Client.ScheduleClient().Create(ctx, opts)
 		require.NoError(t, err, c.cron)
 		resp, err := r.Client.WorkflowService().ListScheduleMatchingTimes(ctx, &workflowservice.ListScheduleMatchingTimesRequest{
-			Namespace: "default", ScheduleId: h.GetID(), StartTime: timestamppb.New(c.from), EndTime: timestamppb.New(c.to)})
+			Namespace: r.Server.Namespace, ScheduleId: h.GetID(), StartTime: timestamppb.New(c.from), EndTime: timestamppb.New(c.to)})
 		require.NoError(t, h.Delete(ctx))
 		cancel()
 		require.NoError(t, err, c.cron)

@@ -260,7 +260,7 @@ func requireQueueIdle(t *testing.T, r *rig) {
 	var n int64 = -1
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: query})
+		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: r.Server.Namespace, Query: query})
 		cancel()
 		require.NoError(t, err)
 		if n = resp.GetCount(); n == 0 {

@@ -173,7 +173,7 @@ func workflowShow(t *testing.T, r *rig, workflowID string, extra ...string) []by
 	t.Helper()
 	cli, err := devenv.Binary("temporal")
 	require.NoError(t, err)
-	args := append([]string{"workflow", "show", "--address", r.Server.Addr, "--namespace", "default",
+	args := append([]string{"workflow", "show", "--address", r.Server.Addr, "--namespace", r.Server.Namespace,
 		"--workflow-id", workflowID, "--output", "json"}, extra...)
 	out, err := exec.Command(cli, args...).CombinedOutput()
 	require.NoError(t, err, "temporal workflow show: %s", out)
@@ -627,7 +627,7 @@ func TestPayloadCodec(t *testing.T) {
 	codecAddr := fmt.Sprintf("127.0.0.1:%d", port)
 	r := newRig(t, testrig.Options{Scenario: "checks=pass", Env: []string{codec.EnvKey + "=" + keyHex},
 		WorkerArgs: []string{"-codec-addr", codecAddr}})
-	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, DataConverter: codec.DataConverter(keys),
+	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, Namespace: r.Server.Namespace, DataConverter: codec.DataConverter(keys),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	require.NoError(t, err)
 	defer ccl.Close()
@@ -708,7 +708,7 @@ func TestPayloadCodec(t *testing.T) {
 	req, err := http.NewRequest(http.MethodPost, "http://"+codecAddr+"/decode", bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Namespace", "default")
+	req.Header.Set("X-Namespace", r.Server.Namespace)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	answer, err := io.ReadAll(resp.Body)
@@ -760,7 +760,7 @@ func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
 		forbidden = append(forbidden, v)
 	}
 	r := newRig(t, testrig.Options{Scenario: "checks=pass", Env: env})
-	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, DataConverter: codec.DataConverter(keys),
+	ccl, err := client.Dial(client.Options{HostPort: r.Server.Addr, Namespace: r.Server.Namespace, DataConverter: codec.DataConverter(keys),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	require.NoError(t, err)
 	defer ccl.Close()

@@ -268,11 +268,14 @@ func (r *Results) Markdown() string {
 		p("")
 		p("Each task: %s. Stepped until p99 passes 1 s, a task fails, or the last level.", capacityPlan)
 		p("")
-		p("| tasks | events | missing | p50 ms | p99 ms | max ms | worker cores | server cores | db cores | server ms/event | worker ms/event | error |")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("\"first %s p99\" is the events written in a level's first %s (its start burst), \"later p99\" the rest; \"slowest at\" when the slowest event was written, seconds into the level.", burstWindow, burstWindow)
+		p("")
+		p("| tasks | events | missing | p50 ms | p99 ms | max ms | first %s p99 ms | later p99 ms | slowest at s | worker cores | server cores | db cores | server ms/event | worker ms/event | error |", burstWindow)
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 		for _, c := range r.Capacity {
-			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
-				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.CPU.Worker, c.CPU.Server, c.CPU.DB, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
+			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
+				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.Burst.P99, c.Rest.P99, c.SlowestAt,
+				c.CPU.Worker, c.CPU.Server, c.CPU.DB, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
 		}
 	}
 	if len(r.Runs) > 0 {

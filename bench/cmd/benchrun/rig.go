@@ -143,10 +143,14 @@ func (r *rig) close() {
 // task is one karvi task run through the worker (and, side by side, the
 // comparison loops).
 type task struct {
-	id         string
-	dispatch   mapping.DispatchPlan
-	tuning     *workflows.Tuning
-	slots      *workflows.SlotRequest // the pool it waits for, if any
+	id       string
+	dispatch mapping.DispatchPlan
+	tuning   *workflows.Tuning
+	slots    *workflows.SlotRequest // the pool it waits for, if any
+	// cwd is the task's working directory; eventsPath its conductor's
+	// event log, known once the workflow started (the plan name carries
+	// the workflow chain's nonce, from its first run id).
+	cwd        string
 	eventsPath string
 	summary    mapping.PlanSummary
 	runID      string
@@ -176,8 +180,17 @@ func (r *rig) newTask(id, skill, directives string, tuning *workflows.Tuning) (*
 	if err != nil {
 		return nil, err
 	}
-	return &task{id: id, dispatch: d, tuning: tuning, summary: plan.Summary(),
-		eventsPath: filepath.Join(cwd, ".edda", "conductor", plan.Name, "events.jsonl")}, nil
+	return &task{id: id, dispatch: d, tuning: tuning, summary: plan.Summary(), cwd: cwd}, nil
+}
+
+// startedAs records a task's run id and, from it, where its first attempt's
+// conductor writes its events: the attempt's plan name is
+// mapping.AttemptPlanName of the task, attempt 1 and the chain's nonce,
+// as the starter works it out.
+func (t *task) startedAs(runID string) {
+	t.runID = runID
+	plan := mapping.AttemptPlanName(t.id, 1, mapping.AttemptNonce(workflows.WorkflowID(t.id), runID))
+	t.eventsPath = filepath.Join(t.cwd, ".edda", "conductor", plan, "events.jsonl")
 }
 
 type runOptions struct {
@@ -205,9 +218,15 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 	var loops sync.WaitGroup
 	var loopMu sync.Mutex
 	var loopErrs []error
+	// The comparison loops of a task start as soon as its workflow has
+	// (its event log's path needs the run id), well before its conductor
+	// can write: they wait for the log to appear.
+	var onStart func(t *task)
 	if o.sideBySide {
 		for _, t := range tasks {
 			t.loops = map[contender]bench.LoopStats{}
+		}
+		onStart = func(t *task) {
 			for _, c := range []contender{directC, pollC} {
 				l := bench.Loop{Mode: bench.LoopMode(c), EventsPath: t.eventsPath, TaskID: t.id,
 					Summary: t.summary, Karvi: r.clients[c]}
@@ -226,7 +245,7 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 		}
 	}
 
-	if err := r.start(ctx, tasks); err != nil {
+	if err := r.start(ctx, tasks, onStart); err != nil {
 		return err
 	}
 	if !o.wait {
@@ -274,8 +293,9 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 	return errors.Join(errs...)
 }
 
-// start starts every task's workflow, many at once.
-func (r *rig) start(ctx context.Context, tasks []*task) error {
+// start starts every task's workflow, many at once, and calls onStart (if
+// not nil) for each task once its workflow has started.
+func (r *rig) start(ctx context.Context, tasks []*task, onStart func(*task)) error {
 	sem := make(chan struct{}, 64)
 	var mu sync.Mutex
 	var errs []error
@@ -299,7 +319,10 @@ func (r *rig) start(ctx context.Context, tasks []*task) error {
 				mu.Unlock()
 				return
 			}
-			t.runID = run.GetRunID()
+			t.startedAs(run.GetRunID())
+			if onStart != nil {
+				onStart(t)
+			}
 		}()
 	}
 	wg.Wait()
