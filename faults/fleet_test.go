@@ -33,9 +33,10 @@ func TestFleetRunsEachTaskOnItsHost(t *testing.T) {
 	ids := taskIDs("SPREAD", 30)
 	f.workspaces(ids...)
 	for _, id := range ids {
-		// Longer than an attempt's first checkpoint (a second), so that
+		// Longer than an attempt's first checkpoint (a second, up to five
+		// while karvi is congested and the skeleton is held), so that
 		// deliveries follow the start.
-		f.start(id, exampleMessage(600, 600, 600, ""), time.Minute)
+		f.start(id, exampleMessage(2000, 2000, 2000, ""), time.Minute)
 	}
 	perHost := map[string]int{}
 	onHost := 0
