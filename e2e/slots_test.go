@@ -227,12 +227,20 @@ func TestSlotPoolServesASmallRunBehindABigOne(t *testing.T) {
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=300ms cost=0.01"})
 	pool := r.PoolName("fair")
 	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
-	// `starter slots` with no pool lists the pools that run.
+	// `starter slots` with no pool lists the pools that run; a pool whose
+	// worker is gone (its task queue has no poller) does not hide the rest.
+	deaf := r.PoolName("deaf")
+	r.Track(slotapi.WorkflowID(deaf))
+	_, err := r.Client.ExecuteWorkflow(context.Background(), slotapi.StartOptions(deaf, r.Queue+"-nobody-polls"),
+		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: deaf})
+	require.NoError(t, err)
 	bin, err := devenv.Binary("starter")
 	require.NoError(t, err)
 	out, err := exec.Command(bin, "slots", "-address", r.Server.Addr, "-namespace", r.Server.Namespace).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "pool "+pool+": max_concurrent 1, ")
+	require.Contains(t, string(out), "pool "+deaf+": no answer: is a worker polling task queue ")
+	require.Contains(t, string(out), "task queue "+r.Queue+"-nobody-polls")
 
 	big, _ := r.StartRun(runapi.RunInput{Run: slotRun("slots-fair-big", "fb", 6), Pool: pool})
 	r.WaitPool(pool, "the big run holding the slot with five in line", func(v slotapi.View) bool {

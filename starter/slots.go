@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/slotapi"
 	"karvi-edda-temporal/workflows/taskapi"
@@ -74,18 +76,13 @@ func showSlots(ctx context.Context, cl client.Client, pool string, asJSON bool, 
 	if pool == "" {
 		return listPools(ctx, cl, asJSON, stdout)
 	}
-	id := slotapi.WorkflowID(pool)
-	v, err := cl.QueryWorkflow(ctx, id, "", slotapi.QuerySlots)
+	view, err := queryPool(ctx, cl, pool)
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return fmt.Errorf("pool %s has no workflow (%s): no task asked it for a slot yet, and `starter slots set -pool %s` was never run", pool, id, pool)
+			return fmt.Errorf("pool %s has no workflow (%s): no task asked it for a slot yet, and `starter slots set -pool %s` was never run", pool, slotapi.WorkflowID(pool), pool)
 		}
 		return fmt.Errorf("query pool %s: %w", pool, err)
-	}
-	var view slotapi.View
-	if err := v.Get(&view); err != nil {
-		return fmt.Errorf("pool %s: %w", pool, err)
 	}
 	if asJSON {
 		return printJSON(stdout, view)
@@ -199,48 +196,97 @@ func dash(s string) string {
 	return s
 }
 
-// listPools shows every pool that runs, one line each (-json: their views).
+// poolAnswerWait bounds each pool's query when listing: a pool whose task
+// queue has no worker polling it never answers, and must not hold up (or
+// hide) the pools that do.
+const poolAnswerWait = 5 * time.Second
+
+// listedPool is one running pool's workflow and, once asked, its view or
+// why it gave none.
+type listedPool struct {
+	name, queue string
+	view        slotapi.View
+	err         error
+}
+
+// listPools shows every pool that runs, one line each (-json: the views of
+// the pools that answered). The pools are asked at once, each for at most
+// poolAnswerWait; a pool that does not answer is listed as such.
 func listPools(ctx context.Context, cl client.Client, asJSON bool, stdout io.Writer) error {
+	pools, err := runningPools(ctx, cl)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for i := range pools {
+		wg.Add(1)
+		go func(p *listedPool) {
+			defer wg.Done()
+			qctx, cancel := context.WithTimeout(ctx, poolAnswerWait)
+			defer cancel()
+			p.view, p.err = queryPool(qctx, cl, p.name)
+			var late *serviceerror.DeadlineExceeded
+			if errors.As(p.err, &late) || (p.err != nil && qctx.Err() != nil) {
+				p.err = context.DeadlineExceeded // the server gave up waiting for a worker
+			}
+		}(&pools[i])
+	}
+	wg.Wait()
+	if asJSON {
+		views := []slotapi.View{}
+		for _, p := range pools {
+			if p.err == nil {
+				views = append(views, p.view)
+			}
+		}
+		return printJSON(stdout, views)
+	}
+	if len(pools) == 0 {
+		fmt.Fprintln(stdout, "no slot pool runs: a task that names one starts it, or `starter slots set -pool NAME -max-concurrent N`")
+		return nil
+	}
+	for _, p := range pools {
+		switch {
+		case p.err == nil:
+			fmt.Fprintf(stdout, "pool %s: %s\n", p.view.Pool, limitsLine(p.view))
+		case errors.Is(p.err, context.DeadlineExceeded):
+			fmt.Fprintf(stdout, "pool %s: no answer: is a worker polling task queue %s?\n", p.name, p.queue)
+		default:
+			fmt.Fprintf(stdout, "pool %s: no answer: %s\n", p.name, errtext.Root(p.err))
+		}
+	}
+	fmt.Fprintln(stdout, "\n`starter slots -pool NAME` shows a pool's holders and line.")
+	return nil
+}
+
+// runningPools lists the pool workflows that run, sorted by pool name.
+func runningPools(ctx context.Context, cl client.Client) ([]listedPool, error) {
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", slotapi.PoolWorkflowName)
-	var names []string
+	var pools []listedPool
 	var next []byte
 	for {
 		page, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: next})
 		if err != nil {
-			return fmt.Errorf("list the slot pools: %w", err)
+			return nil, fmt.Errorf("list the slot pools: %w", err)
 		}
 		for _, ex := range page.GetExecutions() {
 			if name, ok := strings.CutPrefix(ex.GetExecution().GetWorkflowId(), slotapi.WorkflowID("")); ok {
-				names = append(names, name)
+				pools = append(pools, listedPool{name: name, queue: ex.GetTaskQueue()})
 			}
 		}
 		if next = page.GetNextPageToken(); len(next) == 0 {
 			break
 		}
 	}
-	slices.Sort(names)
-	views := []slotapi.View{}
-	for _, name := range names {
-		v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(name), "", slotapi.QuerySlots)
-		var view slotapi.View
-		if err == nil {
-			err = v.Get(&view)
-		}
-		if err != nil {
-			return fmt.Errorf("query pool %s: %w", name, err)
-		}
-		views = append(views, view)
+	slices.SortFunc(pools, func(a, b listedPool) int { return strings.Compare(a.name, b.name) })
+	return pools, nil
+}
+
+func queryPool(ctx context.Context, cl client.Client, pool string) (slotapi.View, error) {
+	var view slotapi.View
+	v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots)
+	if err == nil {
+		err = v.Get(&view)
 	}
-	if asJSON {
-		return printJSON(stdout, views)
-	}
-	if len(views) == 0 {
-		fmt.Fprintln(stdout, "no slot pool runs: a task that names one starts it, or `starter slots set -pool NAME -max-concurrent N`")
-		return nil
-	}
-	for _, v := range views {
-		fmt.Fprintf(stdout, "pool %s: %s\n", v.Pool, limitsLine(v))
-	}
-	fmt.Fprintln(stdout, "\n`starter slots -pool NAME` shows a pool's holders and line.")
-	return nil
+	return view, err
 }
