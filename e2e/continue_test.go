@@ -20,7 +20,7 @@ import (
 func TestContinueAsNewOnLongRun(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	r.Workspace("T11")
-	d := testrig.Dispatch(t, "T11", "Chatty agent. [sim phase=implement events=150 delay=1500ms]")
+	d := testrig.Dispatch(t, "T11", "Chatty agent. [sim phase=implement events=300 delay=6s]")
 	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
 		ContinueAsNewAfterPolls: 4, CheckpointEvery: 100 * time.Millisecond}})
 	// run.Get follows the chain of continued runs to the last one.
