@@ -14,6 +14,26 @@ import (
 	"karvi-edda-temporal/mapping"
 )
 
+// ClaimHostRequest asks for a host to start an attempt of a task on.
+type ClaimHostRequest struct {
+	TaskID  string `json:"taskId"`
+	Attempt int    `json:"attempt"`
+}
+
+// ClaimHostResult names the host that takes the attempt.
+type ClaimHostResult struct {
+	Host string `json:"host"`
+}
+
+// ClaimHost is taken on the shared queue by a worker whose host has room
+// (the worker's gate hands it back otherwise) and names that host: the
+// attempt's start then goes to the host's own queue, where a retried start
+// re-attaches to the conductor an earlier try left instead of another host
+// starting a second one.
+func (a *Activities) ClaimHost(_ context.Context, _ ClaimHostRequest) (ClaimHostResult, error) {
+	return ClaimHostResult{Host: a.Config.Host}, nil
+}
+
 // StartAttemptRequest begins one attempt of a task.
 type StartAttemptRequest struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`

@@ -341,10 +341,10 @@ func (f *fleetRig) ranOnce(id string, a workflows.AttemptSummary) []map[string]a
 }
 
 // routedToHosts asserts from the task's history that its activities ran
-// where they belong: each StartAttempt on the shared queue, taken by the
-// host its attempt names; every DeliverEvents and AbortConductor after it
-// on that host's queue, taken by that host; status writes, and the read of
-// the sink's brief after a host loss, on the shared queue. It returns how many activities went to a host's queue.
+// where they belong: each ClaimHost on the shared queue; the StartAttempt,
+// DeliverEvents and AbortConductor of an attempt on its host's queue,
+// taken by that host; status writes, and the read of the sink's brief
+// after a host loss, on the shared queue. It returns how many activities went to a host's queue.
 func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
 	t := f.T()
 	t.Helper()
@@ -358,14 +358,13 @@ func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
 			typ, queue := a.GetActivityType().GetName(), a.GetTaskQueue().GetName()
 			s := scheduled{typ: typ, queue: queue}
 			switch typ {
-			case "StartAttempt", "SetTaskStatus", "CatchUpBrief":
+			case "ClaimHost", "SetTaskStatus", "CatchUpBrief":
+				require.Equal(t, f.Queue, queue, "%s: %s on the shared queue", id, typ)
+			default:
 				if typ == "StartAttempt" {
 					attempt++
 					require.LessOrEqual(t, attempt, len(res.Attempts), "%s: more starts than attempts", id)
-					s.host = res.Attempts[attempt-1].Host
 				}
-				require.Equal(t, f.Queue, queue, "%s: %s on the shared queue", id, typ)
-			default:
 				require.NotZero(t, attempt, "%s: %s before any attempt started", id, typ)
 				s.host = res.Attempts[attempt-1].Host
 				require.Equal(t, hostq.Queue(f.Queue, s.host), queue, "%s: %s of attempt %d on its host's queue", id, typ, attempt)

@@ -16,17 +16,18 @@ import (
 // each running task holds one there, its delivering tail. The worker of
 // the shared queue, where attempts start, takes an activity only while the
 // host has a free one, so a busy host stops taking new attempts until a
-// task ends, and they go to hosts with room. Were the two pools apart, a
+// task ends, and they go to hosts with room (an attempt claims its host
+// there, ClaimHost, then starts on the host's own queue). Were the two pools apart, a
 // full host would go on starting attempts whose deliveries then wait on
 // its queue, until the grace took the host for lost.
 
 //
 // The shared poller's gate only throttles polling: a slot freed between two
 // deliveries of a running task (the workflow-task gap) lets it poll, and
-// the start it then receives would find the host full again. So a start is
+// the claim it then receives would find the host full again. So a claim is
 // also checked where it arrives (admit): the host counts the tasks it
 // carries, each from its start's admission to hostHold after its last
-// activity on the host, not its slots in use at that instant; a start that
+// activity on the host, not its slots in use at that instant; a claim that
 // finds the host full is handed back with a retryable error, and Temporal
 // gives it to a host with room. Deliveries of admitted tasks then always
 // find a slot, and never wait long enough for the host to be taken for
@@ -129,8 +130,9 @@ func (h *hostSlots) end(id string) {
 }
 
 // hostGate is the interceptor of both workers of a host: every activity on
-// the host's queue holds its task's place; a start on the shared queue
-// (StartAttempt) is admitted only with room, else handed back retryably.
+// the host's queue holds its task's place; a claim on the shared queue
+// (ClaimHost, or StartAttempt in histories from before claims) is admitted
+// only with room, else handed back retryably.
 type hostGate struct {
 	interceptor.WorkerInterceptorBase
 	host   *hostSlots
@@ -153,7 +155,7 @@ func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	id := info.WorkflowExecution.ID
 	switch {
 	case !a.gate.shared:
-	case info.ActivityType.Name == startActivity:
+	case info.ActivityType.Name == claimActivity || info.ActivityType.Name == startActivity:
 		if !a.gate.host.admit(id) {
 			return nil, temporal.NewApplicationError(fmt.Sprintf(
 				"this host carries %d task(s), its -max-activities: the start goes to a host with room",
@@ -167,8 +169,13 @@ func (a *gatedActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	return a.Next.ExecuteActivity(ctx, in)
 }
 
-// startActivity is the activity that starts an attempt's conductor.
-const startActivity = "StartAttempt"
+// claimActivity takes an attempt for the host (its start then comes on
+// the host's own queue); startActivity starts an attempt's conductor, on
+// the shared queue in histories from before claims.
+const (
+	claimActivity = "ClaimHost"
+	startActivity = "StartAttempt"
+)
 
 func (h *hostSlots) MarkSlotUsed(info worker.SlotMarkUsedInfo) {
 	h.use(info.Permit())

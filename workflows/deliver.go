@@ -37,11 +37,11 @@ func (r *taskRun) startAttempt() error {
 		every = c
 	}
 	stream := r.streamFor()
-	err := workflow.ExecuteActivity(attemptOptions(r.ctx, wait, summary), acts.StartAttempt, activities.StartAttemptRequest{
+	req := activities.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
 		Stream: stream, WatchLimits: r.limitsOn,
-	}).Get(r.ctx, &res)
-	if err != nil {
+	}
+	if err := r.runStart(attemptOptions(r.ctx, wait, summary), req, &res); err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
 	}
 	r.streamStored(stream)

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
 )
@@ -29,6 +30,44 @@ import (
 // versionHostRouting is the version of the deliver-in-tail change (task.go)
 // from which an attempt's conductor activities go to its host's queue.
 const versionHostRouting = 2
+
+// versionClaimHost: an attempt first claims a host on the shared queue,
+// then starts on that host's own queue. Before it, the start itself went
+// to the shared queue, and a try that timed out after starting the
+// conductor (a loaded host whose heartbeats came late) was retried on
+// another host, which started a second conductor for the same attempt.
+const versionClaimHost = "claim-host"
+
+// runStart runs the attempt's StartAttempt into res. With host routing it
+// first claims a host with room (ClaimHost, on the shared queue), and the
+// start and every retry of it go to that host alone: a retried start finds
+// the conductor its earlier try left and carries on with it. A claimed
+// host that does not take the start within the grace is given up before
+// anything ran there (its fence stops what it may have started, should it
+// come back), and another host is claimed.
+func (r *taskRun) runStart(ctx workflow.Context, req activities.StartAttemptRequest, res *activities.StartAttemptResult) error {
+	if !r.hostRouting || workflow.GetVersion(r.ctx, versionClaimHost, workflow.DefaultVersion, 1) < 1 {
+		return workflow.ExecuteActivity(ctx, acts.StartAttempt, req).Get(r.ctx, res)
+	}
+	a := &r.st.Current
+	for {
+		var claim activities.ClaimHostResult
+		summary := fmt.Sprintf("claim a host for attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+		err := workflow.ExecuteActivity(claimOptions(r.ctx, summary), acts.ClaimHost,
+			activities.ClaimHostRequest{TaskID: r.st.Dispatch.TaskID, Attempt: a.N}).Get(r.ctx, &claim)
+		if err != nil {
+			return fmt.Errorf("claim a host: %w", err)
+		}
+		r.pinHost(claim.Host)
+		err = workflow.ExecuteActivity(r.onHost(ctx), acts.StartAttempt, req).Get(r.ctx, res)
+		if err == nil || a.Host == "" || !isHostLost(err) {
+			return err
+		}
+		r.log.Warn("the claimed host did not take the attempt's start; claiming another", "host", a.Host,
+			"grace", r.st.Tuning.HostGraceOrDefault().String())
+		a.Host = ""
+	}
+}
 
 // pinHost records the host a started attempt runs on. A result without a
 // host (a worker that names none), or a history recorded before routing

@@ -73,9 +73,10 @@ func repeat(s string, n int) []string {
 	return out
 }
 
-// The attempt's conductor activities go to the queue of the host that
-// started it, which the status query, the attempt's summary and the Web
-// UI's details name; starting and status writes stay on the shared queue.
+// An attempt claims a host on the shared queue; its start and its
+// conductor activities go to that host's queue, which the status query,
+// the attempt's summary and the Web UI's details name; status writes stay
+// on the shared queue.
 func TestConductorActivitiesFollowTheirHost(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1,
@@ -95,7 +96,8 @@ func TestConductorActivitiesFollowTheirHost(t *testing.T) {
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 
 	host := fleet.Queue(q.shared, "h2")
-	require.Equal(t, []string{q.shared}, q.on("StartAttempt"))
+	require.Equal(t, []string{q.shared}, q.on("ClaimHost"))
+	require.Equal(t, []string{host}, q.on("StartAttempt"))
 	deliveries := q.on("DeliverEvents")
 	require.NotEmpty(t, deliveries)
 	require.Equal(t, repeat(host, len(deliveries)), deliveries)
@@ -104,6 +106,50 @@ func TestConductorActivitiesFollowTheirHost(t *testing.T) {
 	require.Equal(t, "h2", mid.Host)
 	require.Equal(t, StageRunning, mid.Stage)
 	require.Equal(t, "h2", res.Attempts[0].Host)
+}
+
+// A start whose first try timed out after it ran (a loaded host whose
+// heartbeats came late) is retried on the same host, where the conductor
+// the first try started runs: never on a second host beside it.
+func TestRetriedStartStaysOnItsHost(t *testing.T) {
+	env := newEnv(t)
+	q := watchQueues(env)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
+		claimOf: func(n int) string { return []string{"h2", "h3", "h1"}[(n-1)%3] }, startFails: 1}
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 1, res.Attempt)
+	require.Equal(t, []string{q.shared}, q.on("ClaimHost"), "one claim")
+	h2 := fleet.Queue(q.shared, "h2")
+	require.Equal(t, []string{h2, h2}, q.on("StartAttempt"), "the retry stays on the claimed host")
+	require.Equal(t, "h2", res.Attempts[0].Host)
+}
+
+// A claimed host that does not take the start within the grace is given up
+// before anything ran there, and the same attempt claims another host.
+func TestStartNotTakenByItsHostClaimsAnother(t *testing.T) {
+	env := newEnv(t)
+	q := watchQueues(env)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
+		claimOf: func(n int) string { return map[int]string{1: "h2", 2: "h1"}[n] }}
+	f.startGone = lostHost(func() string { return q.shared }, "h2")
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 1, res.Attempt, "no attempt was lost: none ran")
+	require.Len(t, res.Attempts, 1)
+	require.Equal(t, "h1", res.Attempts[0].Host)
+	require.Equal(t, []string{q.shared, q.shared}, q.on("ClaimHost"))
+	require.Equal(t, []string{fleet.Queue(q.shared, "h2"), fleet.Queue(q.shared, "h1")}, q.on("StartAttempt"))
 }
 
 // A host that takes none of its attempt's activities within the grace is
@@ -132,7 +178,8 @@ func TestLostHostStartsTheTaskAnewElsewhere(t *testing.T) {
 	require.Equal(t, mapping.PlanName("T5", 2), res.PlanName)
 	require.Equal(t, "redispatch", f.prepared[1].Dispatch.Mode)
 
-	require.Equal(t, []string{q.shared, q.shared}, q.on("StartAttempt"), "the new attempt goes to the shared queue")
+	require.Equal(t, []string{q.shared, q.shared}, q.on("ClaimHost"), "the new attempt claims a host on the shared queue")
+	require.Equal(t, []string{fleet.Queue(q.shared, "h2"), fleet.Queue(q.shared, "h1")}, q.on("StartAttempt"))
 	deliveries := q.on("DeliverEvents")
 	require.Equal(t, fleet.Queue(q.shared, "h2"), deliveries[0])
 	require.Equal(t, repeat(fleet.Queue(q.shared, "h1"), len(deliveries)-1), deliveries[1:])

@@ -127,6 +127,7 @@ func TestJobQueryWhenTheConductorCannotStart(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t}
 	env.RegisterActivity(acts)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
 			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})

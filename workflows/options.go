@@ -131,6 +131,20 @@ func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) wo
 	return workflow.WithActivityOptions(ctx, o)
 }
 
+// claimOptions: a claim answers at once from any worker with room; a full
+// host hands it back (HostFull), retried until a host has room.
+func claimOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    200 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Second,
+		},
+	})
+}
+
 // deliverOptions: the delivering tail heartbeats; a worker killed
 // mid-delivery is noticed within the heartbeat timeout and the retry
 // resumes from the workflow's checkpoint, skipping what the sink already

@@ -35,6 +35,7 @@ func (c *limitedConductor) register(t *testing.T) {
 	env := c.env
 	c.f = &fakeConductor{t: t}
 	env.RegisterActivity(acts)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
 			require.True(t, req.WatchLimits, "a new task follows the transcripts")

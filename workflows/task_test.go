@@ -64,6 +64,15 @@ type fakeConductor struct {
 	// activity no host took does (fleet_test.go).
 	hostOf func(attempt int) string
 	gone   func(ctx context.Context) error
+	// claimOf, when set, names the host the n-th claim gets (else hostOf
+	// the attempt's); startGone may fail a start before it runs, and
+	// startFails fails that many first tries of a start after it ran, as
+	// a try timed out on a loaded host does.
+	claimOf    func(n int) string
+	startGone  func(ctx context.Context) error
+	startFails int
+	claims     int
+	claimed    string
 	// nonceNames names plans as the real PreparePlan does, with the
 	// chain's nonce (identity_test.go); the golden briefs have none.
 	nonceNames bool
@@ -163,15 +172,38 @@ func (f *fakeConductor) start() activities.ConductorHandle {
 // dispatched status and StartConductor; DeliverEvents is a poll whose
 // events are reduced and sent as the real one does.
 func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment) {
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.ClaimHostRequest) (activities.ClaimHostResult, error) {
+			f.claims++
+			switch {
+			case f.claimOf != nil:
+				f.claimed = f.claimOf(f.claims)
+			case f.hostOf != nil:
+				f.claimed = f.hostOf(req.Attempt)
+			}
+			return activities.ClaimHostResult{Host: f.claimed}, nil
+		})
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
 		func(ctx context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
+			if f.startGone != nil {
+				if err := f.startGone(ctx); err != nil {
+					return activities.StartAttemptResult{}, err
+				}
+			}
 			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
 			if err != nil {
 				return activities.StartAttemptResult{}, err
 			}
+			if f.startFails > 0 {
+				f.startFails--
+				return activities.StartAttemptResult{}, errors.New("activity heartbeat timeout (test)")
+			}
 			f.streams.steps(req.Stream)
 			res := activities.StartAttemptResult{Plan: info}
-			if f.hostOf != nil {
+			switch {
+			case f.claims > 0:
+				res.Host = f.claimed
+			case f.hostOf != nil:
 				res.Host = f.hostOf(req.Attempt)
 			}
 			brief := mapping.NewBriefState(req.Dispatch.TaskID, info.Summary)
