@@ -68,12 +68,14 @@ func TestRunBudgetBlocksTheRun(t *testing.T) {
 
 // A task with its own $0.30 block budget, $0.20 a phase, is stopped at the
 // first checkpoint past it; one with a $0.45 warn budget gets the 80 %
-// warning on its brief and finishes.
+// warning on its brief and finishes. The blocked task's last phase is long,
+// so that the checkpoint past its budget (after the second phase) comes
+// before its plan could end, however loaded the machine.
 func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 	t.Parallel()
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
 	tuning := &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}
-	blocked := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-block", "Spend too much."),
+	blocked := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-block", "Spend too much. [sim phase=docs delay=60s]"),
 		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Block}, Tuning: tuning})
 	warned := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-warn", "Spend a lot."),
 		Budget: &costs.Budget{LimitUSD: 0.45, Action: costs.Warn}, Tuning: tuning})
