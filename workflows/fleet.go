@@ -31,12 +31,13 @@ import (
 // from which an attempt's conductor activities go to its host's queue.
 const versionHostRouting = 2
 
-// versionClaimHost: an attempt first claims a host on the shared queue,
-// then starts on that host's own queue. Before it, the start itself went
-// to the shared queue, and a try that timed out after starting the
+// versionClaimHost is the version of the deliver-in-tail change (task.go)
+// from which an attempt first claims a host on the shared queue, then
+// starts on that host's own queue. Before it, the start itself went to
+// the shared queue, and a try that timed out after starting the
 // conductor (a loaded host whose heartbeats came late) was retried on
 // another host, which started a second conductor for the same attempt.
-const versionClaimHost = "claim-host"
+const versionClaimHost = 4
 
 // runStart runs the attempt's StartAttempt into res. With host routing it
 // first claims a host with room (ClaimHost, on the shared queue), and the
@@ -46,7 +47,7 @@ const versionClaimHost = "claim-host"
 // anything ran there (its fence stops what it may have started, should it
 // come back), and another host is claimed.
 func (r *taskRun) runStart(ctx workflow.Context, req activities.StartAttemptRequest, res *activities.StartAttemptResult) error {
-	if !r.hostRouting || workflow.GetVersion(r.ctx, versionClaimHost, workflow.DefaultVersion, 1) < 1 {
+	if !r.claimsHost {
 		return workflow.ExecuteActivity(ctx, acts.StartAttempt, req).Get(r.ctx, res)
 	}
 	a := &r.st.Current

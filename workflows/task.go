@@ -56,6 +56,8 @@ type taskRun struct {
 	deliverInTail bool
 	// slotsOn: each attempt waits for an agent slot (slots.go).
 	slotsOn bool
+	// claimsHost: an attempt claims its host before it starts there.
+	claimsHost bool
 	// limitsOn: deliveries follow the transcripts, and a usage limit
 	// pauses the task (pause.go).
 	limitsOn bool
@@ -155,13 +157,16 @@ const versionDeliverInTail = "deliver-in-tail"
 func (r *taskRun) run() (Result, error) {
 	// One marker versions both changes a task's history records at its
 	// start: version 1 delivers in the tail, version 2 also routes an
-	// attempt's conductor activities to its host (fleet.go). Each marker
-	// costs two history events, so a later change of the same moment
-	// raises this one's version instead of adding its own.
-	v := workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, versionUsageLimits)
+	// attempt's conductor activities to its host (fleet.go), version 3
+	// follows usage limits (pause.go), version 4 claims the host before
+	// the start (fleet.go). Each marker costs two history events, so a
+	// later change of the same moment raises this one's version instead of
+	// adding its own.
+	v := workflow.GetVersion(r.ctx, versionDeliverInTail, workflow.DefaultVersion, versionClaimHost)
 	r.deliverInTail = v >= 1
 	r.hostRouting = v >= versionHostRouting
 	r.limitsOn = v >= versionUsageLimits
+	r.claimsHost = v >= versionClaimHost
 	if !r.deliverInTail {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
