@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,19 +13,23 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
-// stallTask starts a task whose implement phase's agent writes nothing
-// for 6 s (no transcript line, so no event either), with a stall threshold
-// of 2 s and the given action, and a webhook that counts notifications.
-func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, workflows.Result) {
+// stallTask runs a task whose implement phase's agent writes nothing for
+// 6 s (no transcript line, so no event either), with a stall threshold of
+// 2 s and the given action, a webhook that counts notifications, and the
+// worker's metrics served at the URL it returns.
+func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, workflows.Result, string) {
 	hook := newHookReceiver(t, "hook-secret")
+	port, err := devenv.FreePort()
+	require.NoError(t, err)
 	r := testrig.New(t, testrig.Options{Env: []string{"KARVI_EDDA_NOTIFY_SECRET=hook-secret"},
-		WorkerArgs: []string{"-notify-url", hook.srv.URL}})
+		WorkerArgs: []string{"-notify-url", hook.srv.URL, "-metrics-addr", fmt.Sprintf("127.0.0.1:%d", port)}})
 	r.Workspace(id)
 	d := testrig.Dispatch(t, id, "Add user authentication with JWT. [sim phase=implement stall=6s]")
 	two, timeout := 2, 120
@@ -36,7 +41,7 @@ func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, wo
 		require.Equal(t, 2*time.Second, st.Stall.After)
 		require.Contains(t, r.CurrentDetails(id), "**stalled**: phase implement shows no event and no agent output since")
 	}
-	return r, hook, r.Result(run)
+	return r, hook, r.Result(run), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 }
 
 func streamOf(t *testing.T, r *testrig.Rig, id string) string {
@@ -49,7 +54,7 @@ func streamOf(t *testing.T, r *testrig.Rig, id string) string {
 // note, an event in the stream, one stalled notification), its end is
 // noted once when the agent writes again, and the phase completes.
 func TestStallWarnsAndThePhaseCompletes(t *testing.T) {
-	r, hook, res := stallTask(t, "T60", "warn")
+	r, hook, res, metricsURL := stallTask(t, "T60", "warn")
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
 	require.Equal(t, 1, res.Attempt, "a warning stops nothing")
 
@@ -75,6 +80,9 @@ func TestStallWarnsAndThePhaseCompletes(t *testing.T) {
 	require.Contains(t, stream, `"source_type":"stalled"`)
 	require.Contains(t, stream, `"source_type":"stall_ended"`)
 
+	m := scrape(t, metricsURL)
+	require.Equal(t, 1.0, m.value("karvi_edda_phase_stalls_total", "action", "warn"))
+
 	require.Eventually(t, func() bool { return len(hook.kinds()) >= 1 }, 10*time.Second, 50*time.Millisecond)
 	time.Sleep(500 * time.Millisecond) // a second one would have come by now
 	require.Equal(t, []string{"stalled"}, hook.kinds())
@@ -88,7 +96,7 @@ func TestStallWarnsAndThePhaseCompletes(t *testing.T) {
 // redispatch: the stalled attempt is stopped and attempt 2 (a redispatched
 // plan, whose agent does not stall) completes.
 func TestStallRedispatchesAndAttemptTwoCompletes(t *testing.T) {
-	r, hook, res := stallTask(t, "T61", "redispatch")
+	r, hook, res, _ := stallTask(t, "T61", "redispatch")
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
 	require.Equal(t, 2, res.Attempt)
 	require.Len(t, res.Attempts, 2)
@@ -102,7 +110,7 @@ func TestStallRedispatchesAndAttemptTwoCompletes(t *testing.T) {
 
 // abort: the task ends aborted, with a reason that names the stall.
 func TestStallAbortsTheTask(t *testing.T) {
-	r, _, res := stallTask(t, "T62", "abort")
+	r, _, res, _ := stallTask(t, "T62", "abort")
 	require.Equal(t, mapping.PlanAborted, res.Outcome.PlanStatus)
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.True(t, strings.HasPrefix(res.Outcome.LastError, "Plan aborted on a stall: phase implement showed no progress"), res.Outcome.LastError)
