@@ -16,7 +16,10 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/runview"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -120,4 +123,28 @@ func TestStallAbortsTheTask(t *testing.T) {
 	blocker, _ := fs["blocker"].(map[string]any)
 	require.Contains(t, blocker["reason"], "Plan aborted on a stall", "status: %v", fs)
 	require.Empty(t, r.LiveConductors())
+}
+
+// A task of a run that stalls (the worker's -stall-after, as a run's tasks
+// carry no threshold of their own): the run's status marks it stalled and
+// `starter run status` warns of it while it lasts; once it writes again
+// the mark goes, and the run completes.
+func TestRunWarnsOfAStalledTask(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass", WorkerArgs: []string{"-stall-after", "2s"}})
+	runFile := `{"slug":"st","title":"Stalls","tasks":[
+	 {"id":"st-a","title":"A","description":"[sim phase=implement stall=6s]"},
+	 {"id":"st-b","title":"B","depends":["st-a"]}]}`
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &workflows.Tuning{CheckpointEvery: 200 * time.Millisecond}})
+	v := r.WaitRun("st", "the stall", func(v runapi.View) bool {
+		a := v.Status.Tasks["st-a"]
+		return a != nil && !a.StalledAt.IsZero()
+	})
+	require.Equal(t, "implement", v.Status.Tasks["st-a"].StalledPhase)
+	out := runview.Render(v, runview.Options{Now: time.Now()})
+	require.Contains(t, out, "st-a stalled in phase implement: no event and no agent output since")
+
+	doc := r.RunResult(wr, 2*time.Minute)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.True(t, doc.Tasks["st-a"].StalledAt.IsZero(), "the stall ended")
+	require.Equal(t, 1, doc.Tasks["st-a"].LoopCount, "a warning is no new attempt")
 }
