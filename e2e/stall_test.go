@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
@@ -45,6 +47,24 @@ func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, wo
 		require.Contains(t, r.CurrentDetails(id), "**stalled**: phase implement shows no event and no agent output since")
 	}
 	return r, hook, r.Result(run), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+}
+
+// replayStall replays the task's history from memory and through the
+// SDK's JSON history format; STALL_WRITE_HISTORY=1 keeps it with the
+// recorded histories as stall-<name>.json.
+func replayStall(t *testing.T, r *testrig.Rig, id, name string) {
+	h := r.History(id)
+	require.NoError(t, testrig.Replay(h), "replay from memory")
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "stall-"+name+".json")
+	if os.Getenv("STALL_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "testdata", "histories", "stall-"+name+".json")
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	rep := worker.NewWorkflowReplayer()
+	workflows.Register(rep)
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 
 func streamOf(t *testing.T, r *testrig.Rig, id string) string {
@@ -94,6 +114,7 @@ func TestStallWarnsAndThePhaseCompletes(t *testing.T) {
 	details, _ := ev["details"].(map[string]any)
 	require.Equal(t, "implement", details["phase"])
 	require.Equal(t, "warn", details["action"])
+	replayStall(t, r, "T60", "warn")
 }
 
 // redispatch: the stalled attempt is stopped and attempt 2 (a redispatched
@@ -109,6 +130,7 @@ func TestStallRedispatchesAndAttemptTwoCompletes(t *testing.T) {
 	require.Empty(t, r.LiveConductors())
 	require.Eventually(t, func() bool { return len(hook.kinds()) >= 1 }, 10*time.Second, 50*time.Millisecond)
 	require.Equal(t, []string{"stalled"}, hook.kinds())
+	replayStall(t, r, "T61", "redispatch")
 }
 
 // abort: the task ends aborted, with a reason that names the stall.
@@ -123,6 +145,7 @@ func TestStallAbortsTheTask(t *testing.T) {
 	blocker, _ := fs["blocker"].(map[string]any)
 	require.Contains(t, blocker["reason"], "Plan aborted on a stall", "status: %v", fs)
 	require.Empty(t, r.LiveConductors())
+	replayStall(t, r, "T62", "abort")
 }
 
 // A task of a run that stalls (the worker's -stall-after, as a run's tasks
