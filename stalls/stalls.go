@@ -59,18 +59,21 @@ func Check(field string, after, timeout time.Duration) error {
 	return nil
 }
 
-// Effective is the threshold that applies to a phase: the dispatch's own
-// (already checked against its timeout), else the worker's default when
-// it is shorter than the timeout. Zero: no stall is watched for (the
-// worker's threshold is off, or the timeout comes first).
+// Effective is the threshold that applies to a plan whose timeout is
+// timeout (zero: none known): the dispatch's own, else the worker's. Zero:
+// no stall is watched for, when the one that applies is off or not shorter
+// than the timeout (the timeout comes first; a dispatch's was checked
+// against its own timeoutSec, but an operator's template may set a
+// shorter one).
 func Effective(dispatch, worker, timeout time.Duration) time.Duration {
+	after := worker
 	if dispatch > 0 {
-		return dispatch
+		after = dispatch
 	}
-	if worker <= 0 || (timeout > 0 && worker >= timeout) {
+	if after <= 0 || (timeout > 0 && after >= timeout) {
 		return 0
 	}
-	return worker
+	return after
 }
 
 // Stalled reports whether a phase whose last sign of progress came at

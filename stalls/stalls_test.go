@@ -55,6 +55,7 @@ func TestEffectiveThreshold(t *testing.T) {
 		{"the worker's default equal to the timeout", 0, 5 * time.Minute, 5 * time.Minute, 0},
 		{"no timeout known", 0, 15 * time.Minute, 0, 15 * time.Minute},
 		{"the worker's threshold off", 0, 0, time.Hour, 0},
+		{"the dispatch's own, a template's shorter timeout comes first", 10 * time.Minute, 0, 5 * time.Minute, 0},
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, Effective(c.dispatch, c.worker, c.timeout), c.name)
