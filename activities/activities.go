@@ -15,6 +15,7 @@ import (
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/stalls"
 )
 
 // Error types that the workflow and the retry policies match on. They are
@@ -62,6 +63,12 @@ type Config struct {
 	// Limits recognises a usage limit in the agents' transcripts; nil
 	// uses the built-in patterns (limits.Default).
 	Limits *limits.Detector
+	// StallAfter is the stall threshold of a task whose dispatch sets none
+	// (zero: none; it applies only where it is shorter than the phase
+	// timeout), OnStall its action ("" warns): the worker's -stall-after
+	// and -on-stall (stall.go).
+	StallAfter time.Duration
+	OnStall    stalls.Action
 }
 
 // Activities are the side effects of TaskWorkflow. Register one value with

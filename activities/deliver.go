@@ -52,6 +52,8 @@ type DeliverRequest struct {
 	Stream *StreamInfo `json:"stream,omitempty"`
 	// LimitWatch follows the agents' transcripts for a usage limit (limits.go).
 	LimitWatch
+	// StallWatch reports a phase that shows no progress (stall.go).
+	StallWatch
 }
 
 // DeliverResult is a checkpoint: how far delivery got and what the
@@ -86,6 +88,8 @@ type DeliverResult struct {
 	Stream StreamCounts `json:"stream,omitzero"`
 	// LimitWatch is the transcripts' cursor and a usage limit they showed.
 	LimitWatch
+	// StallWatch is the last sign of progress and a stall that began.
+	StallWatch
 }
 
 const (
@@ -174,7 +178,10 @@ type delivery struct {
 }
 
 func (d *delivery) run(ctx context.Context) error {
+	var stall *stallWatch
+	defer func() { d.endStallWatch(stall) }()
 	defer d.watchLimits(ctx)()
+	stall = d.newStallWatch(time.Now())
 	path := d.req.Plan.EventsPath
 	exited := func() bool {
 		st, err := proc.Inspect(d.req.Handle.proc())
@@ -211,11 +218,16 @@ func (d *delivery) run(ctx context.Context) error {
 				// Look again soon whether the sink can take what is held.
 				wait = min(wait, heldRecheck)
 			}
+			var goOn bool
+			if wait, goOn = d.stallWait(ctx, stall, time.Now(), wait); !goOn {
+				return nil // checkpoint: a stall began or ended
+			}
 			batch, err = w.Wait(waitCtx, d.res.Next.tailer(), tailer.WaitOptions{
 				MaxWait: wait, Poll: d.a.Config.TailPoll, MaxBytes: maxBatchBytes, Stop: exited,
 			})
 			if len(batch.Lines) > 0 {
 				cp.line(time.Now())
+				stall.line(time.Now())
 			}
 		} else {
 			batch, err = tailer.ReadFrom(path, d.res.Next.tailer(), maxBatchBytes)

@@ -143,6 +143,8 @@ type limitWatcher struct {
 	cursor TranscriptCursor
 	limit  *UsageLimit
 	handle ConductorHandle
+	// progress is when a transcript was last seen to grow (stall.go).
+	progress time.Time
 }
 
 // scan reads what the transcripts gained since the last look. The first
@@ -162,6 +164,9 @@ func (w *limitWatcher) scan(ctx context.Context) {
 		if err != nil {
 			activityLogger(ctx).Warn("transcript not read", "path", f, "error", err)
 			continue
+		}
+		if mark != w.cursor[name] {
+			w.progress = time.Now()
 		}
 		w.cursor[name] = mark
 		if v.Limited && w.limit == nil {

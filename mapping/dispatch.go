@@ -8,6 +8,9 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
+
+	"karvi-edda-temporal/stalls"
 )
 
 // Defaults for fields a dispatch plan leaves out: karvi's dispatch builder
@@ -90,6 +93,12 @@ type DispatchPlan struct {
 	RuntimeSelection json.RawMessage `json:"runtimeSelection,omitempty"`
 	Steps            json.RawMessage `json:"steps,omitempty"`
 	WorkingDir       string          `json:"workingDir,omitempty"`
+	// StallAfterSec and OnStall are this runtime's own: a phase with no
+	// event and no agent transcript line for StallAfterSec seconds has
+	// stalled, and OnStall (warn, redispatch or abort; default warn) says
+	// what follows. Absent: the worker's -stall-after and -on-stall.
+	StallAfterSec *int   `json:"stallAfterSec,omitempty"`
+	OnStall       string `json:"onStall,omitempty"`
 }
 
 // FieldError names the dispatch-plan field that is wrong, so karvi's operator
@@ -174,6 +183,18 @@ func (d DispatchPlan) Validate() error {
 			return &FieldError{Field: "timeoutSec", Problem: fmt.Sprintf("%d exceeds the maximum of %d (7 days)", *d.TimeoutSec, MaxTimeoutSec)}
 		}
 	}
+	if d.StallAfterSec != nil {
+		n, timeout := *d.StallAfterSec, d.EffectiveTimeoutSec()
+		if n < 1 {
+			return &FieldError{Field: "stallAfterSec", Problem: fmt.Sprintf("%d must be at least 1 (leave it out for the worker's threshold)", n)}
+		}
+		if n >= timeout {
+			return &FieldError{Field: "stallAfterSec", Problem: fmt.Sprintf("%d must be shorter than the timeout (timeoutSec %d): a phase silent that long times out first", n, timeout)}
+		}
+	}
+	if _, err := stalls.ParseAction(d.OnStall); err != nil {
+		return &FieldError{Field: "onStall", Problem: err.Error()}
+	}
 	for i, a := range d.Artifacts {
 		if strings.TrimSpace(a.ID) == "" {
 			return &FieldError{Field: fmt.Sprintf("artifacts[%d].id", i), Problem: "required"}
@@ -211,6 +232,14 @@ func (d DispatchPlan) EffectiveMaxAttempts() int {
 		return DefaultMaxAttempts
 	}
 	return *d.ControlsSnapshot.MaxReviewAttempts
+}
+
+// StallAfter is stallAfterSec as a duration, zero when absent.
+func (d DispatchPlan) StallAfter() time.Duration {
+	if d.StallAfterSec == nil {
+		return 0
+	}
+	return time.Duration(*d.StallAfterSec) * time.Second
 }
 
 // IsRedispatch reports karvi's redispatch mode.

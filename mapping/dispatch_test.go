@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustReadFile(t *testing.T, path string) []byte {
@@ -233,3 +234,41 @@ func TestEffectiveDefaults(t *testing.T) {
 }
 
 func readFileForFuzz(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// A stall threshold must be shorter than the timeout it would come before,
+// and the action one of three; each error names its field.
+func TestDispatchStallFields(t *testing.T) {
+	cases := []struct {
+		name, json, err string
+	}{
+		{"threshold under the timeout", `{"taskId":"T5","message":"m","timeoutSec":60,"stallAfterSec":5,"onStall":"redispatch"}`, ""},
+		{"threshold under the default timeout", `{"taskId":"T5","message":"m","stallAfterSec":299}`, ""},
+		{"threshold equal to the timeout", `{"taskId":"T5","message":"m","timeoutSec":60,"stallAfterSec":60}`,
+			"dispatch plan: stallAfterSec: 60 must be shorter than the timeout (timeoutSec 60): a phase silent that long times out first"},
+		{"threshold past the default timeout", `{"taskId":"T5","message":"m","stallAfterSec":900}`,
+			"dispatch plan: stallAfterSec: 900 must be shorter than the timeout (timeoutSec 300): a phase silent that long times out first"},
+		{"threshold zero", `{"taskId":"T5","message":"m","stallAfterSec":0}`,
+			"dispatch plan: stallAfterSec: 0 must be at least 1 (leave it out for the worker's threshold)"},
+		{"unknown action", `{"taskId":"T5","message":"m","onStall":"kill"}`,
+			`dispatch plan: onStall: "kill": want warn, redispatch or abort`},
+	}
+	for _, c := range cases {
+		_, err := ParseDispatchPlan([]byte(c.json))
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.err != "" && (err == nil || err.Error() != c.err):
+			t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+		}
+	}
+	d, err := ParseDispatchPlan([]byte(`{"taskId":"T5","message":"m","timeoutSec":60,"stallAfterSec":5,"onStall":"abort"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.StallAfter() != 5*time.Second || d.OnStall != "abort" {
+		t.Errorf("stall %s %q, want 5s abort", d.StallAfter(), d.OnStall)
+	}
+	if d, _ = ParseDispatchPlan([]byte(`{"taskId":"T5","message":"m"}`)); d.StallAfter() != 0 {
+		t.Errorf("stall %s without the field, want 0", d.StallAfter())
+	}
+}

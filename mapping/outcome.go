@@ -184,6 +184,27 @@ func AbortedOutcome() Outcome {
 	return outcome(PlanAborted, ErrUserAbort, "", MsgUserAbort, MsgUserAbort)
 }
 
+// MsgStallAbort begins the blocker reason and lastError of a task aborted
+// because a phase stalled (the dispatch's onStall abort).
+const MsgStallAbort = "Plan aborted on a stall"
+
+// StallAbortedOutcome is a task aborted because phase phaseID showed no
+// progress for silent: no event and no agent output.
+func StallAbortedOutcome(phaseID string, silent string) Outcome {
+	msg := fmt.Sprintf("%s: phase %s showed no progress (no event and no agent output) for %s", MsgStallAbort, phaseID, silent)
+	if phaseID == "" {
+		msg = fmt.Sprintf("%s: no phase showed progress (no event and no agent output) for %s", MsgStallAbort, silent)
+	}
+	o := outcome(PlanAborted, ErrUserAbort, phaseID, msg, msg)
+	return o
+}
+
+// IsAbort says whether lastError is an abort's: a person's, or one on a
+// stall. The task then ended aborted, not blocked by a failure.
+func IsAbort(lastError string) bool {
+	return lastError == MsgUserAbort || strings.HasPrefix(lastError, MsgStallAbort)
+}
+
 // TimeoutOutcome is a phase (or, with an empty id, the whole run) that ran
 // out of time.
 func TimeoutOutcome(phaseID string) Outcome {

@@ -340,3 +340,19 @@ func TestDescribeExit(t *testing.T) {
 		}
 	}
 }
+
+// A stall's abort is an abort: the task ends aborted, and its reason says
+// which phase stalled and for how long.
+func TestStallAbortedOutcome(t *testing.T) {
+	o := StallAbortedOutcome("implement", "5s")
+	if o.PlanStatus != PlanAborted || o.TaskStatus != TaskBlocked || o.ErrorType != ErrUserAbort || o.PhaseID != "implement" {
+		t.Errorf("outcome %+v", o)
+	}
+	want := "Plan aborted on a stall: phase implement showed no progress (no event and no agent output) for 5s"
+	if o.LastError != want || o.BlockerReason != want {
+		t.Errorf("reason %q, want %q", o.LastError, want)
+	}
+	if !IsAbort(o.LastError) || !IsAbort(MsgUserAbort) || IsAbort("Plan aborted: Phase x failed") {
+		t.Error("IsAbort tells a stall's and a person's abort from a failure's")
+	}
+}

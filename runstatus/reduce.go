@@ -633,6 +633,31 @@ func (s *Status) PauseTask(id string, reason PausedReason, at time.Time) error {
 	return nil
 }
 
+// StallTask records that a running task's phase shows no progress since
+// at; UnstallTask that it shows progress again (or the stall ended the
+// attempt). A task that is not running keeps no stall.
+func (s *Status) StallTask(id, phase string, at time.Time) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	if t.Status != TaskRunning {
+		return taskError(id, "mark stalled", t.Status)
+	}
+	t.StalledAt, t.StalledPhase = at.UTC(), phase
+	return nil
+}
+
+// UnstallTask clears what StallTask recorded.
+func (s *Status) UnstallTask(id string) error {
+	t, err := s.task(id)
+	if err != nil {
+		return err
+	}
+	t.StalledAt, t.StalledPhase = time.Time{}, ""
+	return nil
+}
+
 // ResumeTask records that a task PauseTask paused runs again.
 func (s *Status) ResumeTask(id string) error {
 	t, err := s.task(id)

@@ -133,6 +133,11 @@ type Task struct {
 	RevisionCount int          `json:"revision_count,omitempty"`
 	PausedAt      time.Time    `json:"paused_at,omitzero"`
 	PausedReason  PausedReason `json:"paused_reason,omitempty"`
+	// StalledAt and StalledPhase: a running task's phase shows no progress
+	// (no event and no agent output for its stall threshold) since
+	// StalledAt; the task goes on unless its stall action stops it.
+	StalledAt    time.Time `json:"stalled_at,omitzero"`
+	StalledPhase string    `json:"stalled_phase,omitempty"`
 }
 
 // Summary is written when the run ends.

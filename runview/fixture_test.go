@@ -175,6 +175,21 @@ func runningDiamond(t *testing.T) (runapi.View, time.Time) {
 	return f.View(), t0.Add(12*time.Minute + 30*time.Second)
 }
 
+// stalledDiamond: runningDiamond whose api has shown no progress since
+// 03:07:00.
+func stalledDiamond(t *testing.T) (runapi.View, time.Time) {
+	f := sampleFixture(t)
+	f.startRun()
+	f.start("schema", "lint")
+	f.at(3*time.Minute).done("lint", 1, 0.40)
+	f.start("changelog")
+	f.at(4*time.Minute+10*time.Second).done("schema", 1, 0.85)
+	f.start("api")
+	f.must(f.s.StallTask("api", "implement", t0.Add(7*time.Minute)))
+	f.at(5*time.Minute).done("changelog", 1, 0.12)
+	return f.View(), t0.Add(12*time.Minute + 30*time.Second)
+}
+
 const cascadeRun = `{
   "title": "Billing",
   "slug": "billing",

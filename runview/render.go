@@ -496,10 +496,14 @@ func (d *drawing) warnings() string {
 	if d.v.AbortReason != "" {
 		lines = append(lines, "run aborted: "+d.v.AbortReason)
 	}
-	var looping, paused, rebase []string
+	var looping, paused, rebase, stalled []string
 	for _, t := range d.tasks {
 		switch t.Status {
 		case runstatus.TaskRunning:
+			if !t.StalledAt.IsZero() {
+				stalled = append(stalled, fmt.Sprintf("%s stalled in phase %s: no event and no agent output since %s",
+					t.ID, orText(t.StalledPhase, "(none yet)"), d.clock(t.StalledAt)))
+			}
 			if t.LoopCount > 0 {
 				w := fmt.Sprintf("%s has used %d of %d loops on %s", t.ID, t.LoopCount, loopLimit(t.Task), t.Model)
 				if t.LastError != "" {
@@ -532,6 +536,7 @@ func (d *drawing) warnings() string {
 	for _, o := range d.v.Overlaps {
 		overlaps = append(overlaps, o.Path+" changed by "+names(o.Tasks))
 	}
+	lines = append(lines, bounded(stalled, "stalled tasks")...)
 	lines = append(lines, bounded(looping, "looping tasks")...)
 	lines = append(lines, bounded(paused, "paused tasks")...)
 	lines = append(lines, bounded(rebase, "tasks in conflict")...)

@@ -41,6 +41,9 @@ var scenarios = []scenario{
 			"ui has used 1 of 3 loops on sonnet; last error: Phase test failed")
 		mustNotContain(t, out, "blockers:", "summary:")
 	}},
+	{"stalled", stalledDiamond, func(t *testing.T, out string) {
+		mustContain(t, out, "warnings:", "api stalled in phase implement: no event and no agent output since 03:07:00")
+	}},
 	{"cascade", failureCascade, func(t *testing.T, out string) {
 		mustContain(t, out, "e2e   blocked",
 			"blocked by base, auth",

@@ -11,6 +11,7 @@ import (
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/intakeapi"
 )
@@ -34,6 +35,8 @@ type config struct {
 	intakePoll                     time.Duration
 	notifyURL, notifyDeadLetter    string
 	limitPatterns                  string
+	stallAfter                     time.Duration
+	onStall                        string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -64,6 +67,8 @@ var flagEnv = []struct{ flag, env string }{
 	{"notify-url", "KARVI_EDDA_NOTIFY_URL"},
 	{"notify-dead-letter", "KARVI_EDDA_NOTIFY_DEAD_LETTER"},
 	{"limit-patterns", "KARVI_EDDA_LIMIT_PATTERNS"},
+	{"stall-after", "KARVI_EDDA_STALL_AFTER"},
+	{"on-stall", "KARVI_EDDA_ON_STALL"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -108,6 +113,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.notifyURL, "notify-url", "", "http(s) `URL` of a webhook told when a task pauses or resumes (signed with KARVI_EDDA_NOTIFY_SECRET, which it needs); empty for none")
 	fs.StringVar(&c.notifyDeadLetter, "notify-dead-letter", "", "JSONL `file` keeping the notifications the webhook did not take (default <work-root>/notify-dead-letter.jsonl)")
 	fs.StringVar(&c.limitPatterns, "limit-patterns", "", "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)")
+	fs.DurationVar(&c.stallAfter, "stall-after", stalls.DefaultAfter, "a phase with no event and no agent transcript line for this long has stalled, when its dispatch sets no stallAfterSec; applies only to phases whose timeout is longer; 0 watches for none (docs/stalls.md)")
+	fs.StringVar(&c.onStall, "on-stall", string(stalls.Warn), "what follows a stall when the dispatch sets no onStall: warn (report only), redispatch (attempt n+1) or abort")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -149,6 +156,12 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.intakeKarvi && c.intakeHint == "" {
 		return c, fmt.Errorf("-intake-runtime-hint (KARVI_EDDA_INTAKE_RUNTIME_HINT) must not be empty")
+	}
+	if _, err := stalls.ParseAction(c.onStall); err != nil {
+		return c, fmt.Errorf("-on-stall (KARVI_EDDA_ON_STALL): %w", err)
+	}
+	if c.stallAfter != 0 && c.stallAfter < stalls.MinAfter {
+		return c, fmt.Errorf("-stall-after (KARVI_EDDA_STALL_AFTER) %s: want at least %s, or 0 to watch for none", c.stallAfter, stalls.MinAfter)
 	}
 	if c.host != "" {
 		if err := fleet.CheckHost(c.host); err != nil {

@@ -29,6 +29,7 @@ func TestDefaults(t *testing.T) {
 		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
 		maxActivities: 5000, intakeHint: "edda", intakePoll: 10 * time.Second,
+		stallAfter: 15 * time.Minute, onStall: "warn",
 	}, c)
 }
 
@@ -59,6 +60,8 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_NOTIFY_URL":                 "http://127.0.0.1:9/hook",
 		"KARVI_EDDA_NOTIFY_DEAD_LETTER":         "/env/dead.jsonl",
 		"KARVI_EDDA_LIMIT_PATTERNS":             "/env/limits.yaml",
+		"KARVI_EDDA_STALL_AFTER":                "20m",
+		"KARVI_EDDA_ON_STALL":                   "abort",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -72,6 +75,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "env-host",
 		intakeKarvi: true, intakeHint: "env-hint", intakePoll: 7 * time.Second,
 		notifyURL: "http://127.0.0.1:9/hook", notifyDeadLetter: "/env/dead.jsonl", limitPatterns: "/env/limits.yaml",
+		stallAfter: 20 * time.Minute, onStall: "abort",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -87,6 +91,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-host", "flag-host",
 		"-sink", "karvi", "-intake-karvi=true", "-intake-runtime-hint", "flag-hint", "-intake-poll", "8s",
 		"-notify-url", "https://hooks.example/x", "-notify-dead-letter", "/flag/dead.jsonl", "-limit-patterns", "/flag/limits.yaml",
+		"-stall-after", "0", "-on-stall", "redispatch",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -102,6 +107,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "flag-host",
 		intakeKarvi: true, intakeHint: "flag-hint", intakePoll: 8 * time.Second,
 		notifyURL: "https://hooks.example/x", notifyDeadLetter: "/flag/dead.jsonl", limitPatterns: "/flag/limits.yaml",
+		stallAfter: 0, onStall: "redispatch",
 	}, c)
 }
 
@@ -121,6 +127,8 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{env: map[string]string{"KARVI_EDDA_HOST": "h@2"}, want: []string{"KARVI_EDDA_HOST", `"h@2"`}},
 		{env: map[string]string{"KARVI_EDDA_INTAKE_KARVI": "true"}, want: []string{"-intake-karvi", "needs -sink karvi"}},
 		{args: []string{"-intake-poll", "10ms"}, want: []string{"-intake-poll", "between 1s and 1h", "10ms"}},
+		{env: map[string]string{"KARVI_EDDA_ON_STALL": "kill"}, want: []string{"-on-stall (KARVI_EDDA_ON_STALL)", `"kill": want warn, redispatch or abort`}},
+		{args: []string{"-stall-after", "100ms"}, want: []string{"-stall-after (KARVI_EDDA_STALL_AFTER)", "100ms", "0 to watch for none"}},
 		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {

@@ -28,6 +28,7 @@ import (
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/intakeflow"
@@ -160,6 +161,8 @@ func run(c config) error {
 		EventsDir:  eventsDir,
 		Host:       host,
 		Limits:     detector,
+		StallAfter: c.stallAfter,
+		OnStall:    stalls.Action(c.onStall),
 	}
 	acts := &activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier}
 	w.RegisterActivity(acts)

@@ -134,6 +134,9 @@ func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 	if r.limitsOn && res.Limit != nil {
 		return r.pauseOnLimit(res)
 	}
+	if ended, err := r.onStall(res); ended || err != nil {
+		return err
+	}
 	if a.Outcome != nil {
 		a.Stage = StageFinish
 		return nil
@@ -158,6 +161,7 @@ func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
 		Job:        a.Job,
 		Stream:     r.streamFor(),
 		LimitWatch: activities.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
+		StallWatch: r.stallWatch(),
 	}
 }
 
@@ -195,6 +199,9 @@ func (r *taskRun) checkpoint(res activities.DeliverResult) {
 	}
 	if res.WatchLimits {
 		a.Transcripts = res.Transcripts
+	}
+	if res.WatchStalls {
+		a.ProgressAt = res.ProgressAt
 	}
 	r.upsertSearch()
 	r.showDetails()

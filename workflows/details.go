@@ -50,6 +50,9 @@ func renderDetails(st *State) string {
 	if p := st.Pause; p != nil {
 		b.WriteString(pauseWords(p) + "\n\n")
 	}
+	if a.Stall != nil && a.Stage == StageRunning {
+		b.WriteString(stallWords(a.Stall) + "\n\n")
+	}
 	if w := slotWords(a); w != "" {
 		b.WriteString(w + "\n\n")
 	}

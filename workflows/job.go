@@ -90,7 +90,7 @@ func (a Attempt) endedTally(ended, lastError string) *jobview.Tally {
 
 // endedAs words an outcome as finish() records it in the attempt's summary.
 func endedAs(o mapping.Outcome) string {
-	if o.LastError == mapping.MsgUserAbort {
+	if mapping.IsAbort(o.LastError) {
 		return EndedAborted
 	}
 	return string(o.TaskStatus)

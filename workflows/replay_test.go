@@ -31,7 +31,9 @@ import (
 // budget stopped, run-reopened an ended run reopened to skip a task.
 // slots-* are agent slots: a task that waited in line for its slot, a task
 // refused one by its timeout, and the pool that served them (recorded while
-// it still ran).
+// it still ran). stall-* are tasks whose phase stalled, one per action
+// (warn, redispatch, abort; e2e.TestStall* records them with
+// STALL_WRITE_HISTORY=1).
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)

@@ -136,6 +136,7 @@ func (r *runFlow) setup() error {
 	}
 	r.listenForSpend()
 	r.listenForPauses()
+	r.listenForStalls()
 	return r.setUpdateHandlers()
 }
 

@@ -103,7 +103,7 @@ func endOfResult(id string, attempt int, res Result) taskEnd {
 		e.Completed = true
 	default:
 		e.Error = firstNonBlank(res.Outcome.LastError, res.Outcome.BlockerReason, "task ended "+string(res.Outcome.TaskStatus))
-		e.Final = res.Outcome.LastError == mapping.MsgUserAbort || res.Outcome.ErrorType == ErrorNoSlot
+		e.Final = mapping.IsAbort(res.Outcome.LastError) || res.Outcome.ErrorType == ErrorNoSlot
 	}
 	return e
 }

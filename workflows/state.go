@@ -46,6 +46,8 @@ type State struct {
 	// counts every pause of the task.
 	Pause  *taskapi.Pause `json:"pause,omitempty"`
 	Pauses int            `json:"pauses,omitempty"`
+	// Stalls counts the task's stalls, over its attempts (stall.go).
+	Stalls int `json:"stalls,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -93,6 +95,10 @@ type Attempt struct {
 	// after a pause (pause.go).
 	Transcripts activities.TranscriptCursor `json:"transcripts,omitempty"`
 	Resumes     int                         `json:"resumes,omitempty"`
+	// ProgressAt is the last sign of progress the tail saw (an event or a
+	// transcript line); Stall the stall under way, nil for none (stall.go).
+	ProgressAt time.Time      `json:"progressAt,omitzero"`
+	Stall      *taskapi.Stall `json:"stall,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

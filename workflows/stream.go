@@ -83,7 +83,7 @@ func (r *taskRun) step(s canonical.Step) {
 func (r *taskRun) stepStatus(status mapping.TaskStatus, reason string) {
 	b := r.st.Current.Brief
 	r.step(canonical.Step{Kind: canonical.StepTaskStatus, Status: string(status), Reason: reason,
-		Aborted: reason == mapping.MsgUserAbort, PhasesDone: b.Brief.CompletedPhases, PhasesTotal: len(b.PhaseOrder)})
+		Aborted: mapping.IsAbort(reason), PhasesDone: b.Brief.CompletedPhases, PhasesTotal: len(b.PhaseOrder)})
 }
 
 // stepAttemptEnded is the step of the current attempt's end.

@@ -420,7 +420,7 @@ func (r *taskRun) finish() error {
 	}
 	r.settleBrief(o)
 	ended := string(o.TaskStatus)
-	if o.LastError == mapping.MsgUserAbort {
+	if mapping.IsAbort(o.LastError) {
 		ended = EndedAborted
 	}
 	// Both steps go with the status write, the workflow's last activity.
@@ -577,6 +577,8 @@ func (r *taskRun) status() Status {
 		Slot:            r.slotStatus(),
 		Pause:           r.st.Pause,
 		Pauses:          r.st.Pauses,
+		Stall:           a.Stall,
+		Stalls:          r.st.Stalls,
 	}
 	if r.st.Stream != nil {
 		s.Stream = r.st.Stream.RunID

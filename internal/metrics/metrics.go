@@ -29,6 +29,9 @@ const (
 	// second by outcome; the workflow records them (see AttemptStarted).
 	AttemptsStarted = "karvi_edda_attempts_started"
 	AttemptsEnded   = "karvi_edda_attempts_ended"
+	// PhaseStalls counts the phases that stalled, by action; the workflow
+	// records them (see Stalled).
+	PhaseStalls = "karvi_edda_phase_stalls"
 	// SlotsHeld, SlotsWaiting and SlotsMax are an agent slot pool's
 	// holders, waiters and max_concurrent, by pool; the pool's workflow
 	// records them (see Pool).

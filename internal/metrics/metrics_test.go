@@ -197,6 +197,8 @@ func TestAttemptsThroughTheSDKHandler(t *testing.T) {
 	AttemptStarted(h)
 	AttemptEnded(h, "redispatched")
 	AttemptEnded(h, "completed")
+	Stalled(h, "warn")
+	Stalled(h, "warn")
 
 	got := collect(t, rd)
 	v, _ := got.sum(AttemptsStarted)
@@ -206,6 +208,9 @@ func TestAttemptsThroughTheSDKHandler(t *testing.T) {
 		require.True(t, ok, outcome)
 		require.EqualValues(t, 1, v, outcome)
 	}
+	v, ok := got.sum(PhaseStalls, "action", "warn")
+	require.True(t, ok)
+	require.EqualValues(t, 2, v)
 }
 
 // A pool's gauges go through the SDK's handler too, by pool, and follow

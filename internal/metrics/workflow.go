@@ -25,3 +25,10 @@ func Pool(h client.MetricsHandler, pool string, held, waiting, maxConcurrent int
 	h.Gauge(SlotsWaiting).Update(float64(waiting))
 	h.Gauge(SlotsMax).Update(float64(maxConcurrent))
 }
+
+// Stalled counts a phase that stalled (no event and no agent output for
+// its threshold), by the action that followed: warn, redispatch or abort.
+// h is as for AttemptStarted.
+func Stalled(h client.MetricsHandler, action string) {
+	h.WithTags(map[string]string{"action": action}).Counter(PhaseStalls).Inc(1)
+}

@@ -83,6 +83,9 @@
 //	                  message is the limit's text (reaches phase_failed's error)
 //	resets=DURATION   how long a limit lasts from its first hit (default 2s); kept in
 //	                  sim-limit-{phase} in the state directory, so a later run meets it too
+//	stall=DURATION    the agent writes nothing (no transcript line, no event) for DURATION after
+//	                  its init line, then works as directed; the phase timeout still fires;
+//	                  a redispatched plan (REDISPATCH in the phase env) does not stall
 //	delay=DURATION    simulated agent time per attempt (Go duration; default 50ms)
 //	cost=F|null       cost_usd the agent reports per finished attempt (default 0.10)
 //	error="msg"       failure text for fail/crash/checks=fail

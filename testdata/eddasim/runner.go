@@ -285,6 +285,8 @@ func (r *runner) runPhase(id string) error {
 		case <-r.ctx.Done():
 			res = agentResult{kind: agentShutdown, error: "conductor shutdown"}
 		}
+	} else if stalled, ok := r.stallAgent(ph, spec, tr); !ok {
+		res = stalled
 	} else {
 		res = r.runAgent(ph, spec, attempt)
 	}

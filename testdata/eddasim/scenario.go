@@ -58,6 +58,11 @@ type simSpec struct {
 	// limit lasts (default defaultResets).
 	Limit  string
 	Resets time.Duration
+	// Stall: the agent writes nothing (no transcript line, so edda writes
+	// no event) for this long after its first line, then works as
+	// directed. A redispatched plan's agents (REDISPATCH in the phase env)
+	// do not stall.
+	Stall time.Duration
 }
 
 func (s simSpec) failsAt(attempt int) bool {
@@ -81,7 +86,7 @@ var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
 	"error": true, "checks": true, "events": true, "child": true, "orphan": true, "strict": true, "phase": true, "edit": true,
-	"limit": true, "resets": true,
+	"limit": true, "resets": true, "stall": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -370,6 +375,11 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 				s.Limit = v
 			default:
 				err = fmt.Errorf("limit=%q: want no value, fail, pass, codex or crash", v)
+			}
+		case "stall":
+			s.Stall, err = time.ParseDuration(v)
+			if err == nil && s.Stall <= 0 {
+				err = fmt.Errorf("stall=%q: want a positive duration", v)
 			}
 		case "resets":
 			s.Resets, err = time.ParseDuration(v)

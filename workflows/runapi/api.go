@@ -105,6 +105,20 @@ type TaskPause struct {
 	At      time.Time `json:"at"`
 }
 
+// SignalTaskStall is how a task tells its run that a phase stalled (no
+// event and no agent output for its threshold) or shows progress again
+// (TaskStall).
+const SignalTaskStall = "task-stall"
+
+// TaskStall is the payload of SignalTaskStall.
+type TaskStall struct {
+	Task    string    `json:"task"`
+	Attempt int       `json:"attempt"`
+	Stalled bool      `json:"stalled"`
+	Phase   string    `json:"phase,omitempty"`
+	At      time.Time `json:"at"`
+}
+
 // TaskSpend is the payload of SignalTaskSpend.
 type TaskSpend struct {
 	Task    string  `json:"task"`

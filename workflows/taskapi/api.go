@@ -377,6 +377,22 @@ type Status struct {
 	// Pause is the task's pause while it is paused; Pauses counts them.
 	Pause  *Pause `json:"pause,omitempty"`
 	Pauses int    `json:"pauses,omitempty"`
+	// Stall is the current phase's stall while it lasts; Stalls counts
+	// the task's stalls.
+	Stall  *Stall `json:"stall,omitempty"`
+	Stalls int    `json:"stalls,omitempty"`
+}
+
+// Stall is a phase that shows no progress: no event and no agent
+// transcript line for After.
+type Stall struct {
+	Phase string `json:"phase,omitempty"`
+	// Since is the last sign of progress, SeenAt when the stall was seen.
+	Since  time.Time     `json:"since"`
+	SeenAt time.Time     `json:"seenAt"`
+	After  time.Duration `json:"after"`
+	// Action is what followed: warn, redispatch or abort.
+	Action string `json:"action"`
 }
 
 // SlotStatus is an attempt's agent slot as the status query shows it.
