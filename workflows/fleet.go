@@ -97,6 +97,7 @@ func (r *taskRun) loseHost() {
 	r.log.Warn("host lost; starting the task anew elsewhere", "host", a.Host, "plan", a.PlanName(),
 		"grace", r.st.Tuning.HostGraceOrDefault().String())
 	a.SinkAhead = true
+	r.notifyHostLost(a.Host, o.LastError)
 	r.settleBrief(o)
 	r.stepAttemptEnded(EndedHostLost, o.LastError)
 	r.endAttempt(EndedHostLost, o.LastError)
@@ -115,6 +116,7 @@ func (r *taskRun) loseHost() {
 func (r *taskRun) leaveHost() {
 	a := &r.st.Current
 	r.log.Warn("host lost while stopping its conductor; leaving it to the fence", "host", a.Host, "plan", a.PlanName())
+	r.notifyHostLost(a.Host, fmt.Sprintf("host %s lost while its conductor was being stopped", a.Host))
 	a.Conductor = nil
 	a.SinkAhead = true
 }
