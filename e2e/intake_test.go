@@ -456,3 +456,65 @@ func TestIntakeBlocksABadTaskOnce(t *testing.T) {
 	st := intakeStatus(t, r)
 	require.Equal(t, 1, st.Counts.Blocked)
 }
+
+// One task of a run cancelled on the board is aborted, and the run does
+// what it does for any aborted task: the task fails, its dependent is
+// blocked, the rest of the run ends. A task that joins the project after
+// its run started is refused, blocked on karvi with the reason, and never
+// started.
+func TestIntakeRunTaskCancelledAndLateTaskRefused(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	ids := taskIDs("runcancel", 4)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Run with a cancel", "example/demo",
+		map[string]any{"id": ids[0], "title": "Slow", "runtimeHint": "edda", "description": "[sim phase=implement hang=forever]"},
+		map[string]any{"id": ids[1], "title": "After slow", "runtimeHint": "edda", "depends": []string{ids[0]}},
+		map[string]any{"id": ids[2], "title": "Quick", "runtimeHint": "edda"})
+	projects := r.Karvi.ProjectIDs()
+	require.Len(t, projects, 1)
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != "" && runsOf(t, r, ids[0]) == 1
+	}, time.Minute, 200*time.Millisecond, "the run starts its first task")
+	r.Track(wf)
+
+	// A task that joins the project now (karvi's board written beside the
+	// API does that) is refused with the reason.
+	late := ids[3]
+	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: late, Title: "Late", Status: "dispatched",
+		Fields: map[string]any{"runtimeHint": "edda", "projectId": projects[0], "depends": []any{}}}))
+	waitKarvi(t, r, "blocked", late)
+	tk, _ := r.Karvi.Task(late)
+	require.NotNil(t, tk.Blocker)
+	require.Contains(t, tk.Blocker.Reason, "task "+late+" joined project "+projects[0]+" after its run "+wf+" started")
+
+	boardPost(t, r, "/api/tasks/"+ids[0]+"/cancel", map[string]any{"reason": "wrong approach"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var slow taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(ids[0]), "").Get(ctx, &slow))
+	require.Equal(t, mapping.PlanAborted, slow.Outcome.PlanStatus, "the run's task is aborted")
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks[ids[0]].Status)
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks[ids[1]].Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks[ids[2]].Status)
+	tk, _ = r.Karvi.Task(ids[0])
+	require.Equal(t, "cancelled", tk.Status)
+	require.Equal(t, 0, runsOf(t, r, late), "the late task is never started")
+	require.Equal(t, 0, runsOf(t, r, ids[1]), "its dependent never starts")
+	var aborted []string
+	for _, n := range intakeStatus(t, r).Recent {
+		if n.Kind == "abort" {
+			aborted = append(aborted, n.TaskID+": "+n.Result)
+		}
+	}
+	require.Equal(t, []string{ids[0] + ": sent abort to " + taskapi.WorkflowID(ids[0]) + " (a task of run " + wf + ")"}, aborted)
+}
