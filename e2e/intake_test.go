@@ -322,8 +322,17 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
 
 	// The intake's history (claim, end, send-back, redispatch, second end)
-	// replays on the current code; INTAKE_WRITE_HISTORY=1 keeps it with the
-	// intake's recorded histories.
+	// replays on the current code.
+	keepIntakeHistory(t, r, "intake-sendback.json")
+}
+
+// keepIntakeHistory replays the intake's history so far on the current
+// code; INTAKE_WRITE_HISTORY=1 keeps it as name with the intake's
+// recorded histories (workflows/intakeflow/testdata/histories).
+func keepIntakeHistory(t *testing.T, r *testrig.Rig, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	h := &historypb.History{}
 	it := r.Client.GetWorkflowHistory(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", false, 0)
 	for it.HasNext() {
@@ -333,9 +342,9 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "intake-sendback.json")
+	path := filepath.Join(t.TempDir(), name)
 	if os.Getenv("INTAKE_WRITE_HISTORY") == "1" {
-		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", "intake-sendback.json")
+		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", name)
 	}
 	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
 	rep := worker.NewWorkflowReplayer()
@@ -517,4 +526,5 @@ func TestIntakeRunTaskCancelledAndLateTaskRefused(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{ids[0] + ": sent abort to " + taskapi.WorkflowID(ids[0]) + " (a task of run " + wf + ")"}, aborted)
+	keepIntakeHistory(t, r, "intake-run-cancel.json")
 }

@@ -4,8 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/worker"
+	"karvi-edda-temporal/internal/replaytest"
 )
 
 // Every history recorded from a real run (testdata/histories, in the SDK's
@@ -33,14 +32,5 @@ import (
 // refused one by its timeout, and the pool that served them (recorded while
 // it still ran).
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no recorded histories")
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			rep := worker.NewWorkflowReplayer()
-			Register(rep)
-			require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, f))
-		})
-	}
+	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }
