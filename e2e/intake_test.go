@@ -242,7 +242,13 @@ func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
 // karvi down for 20 s while tasks are dispatched: the intake says so,
 // and claims every task once karvi is back.
 func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
-	r := intakeRig(t)
+	port, err := devenv.FreePort()
+	require.NoError(t, err)
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	r := intakeRigWith(t, "", "-metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	unreachable := func() float64 {
+		return scrape(t, metricsURL).value("karvi_edda_intake_karvi_unreachable", "board", r.Karvi.URL())
+	}
 	ids := taskIDs("down", 4)
 	for _, id := range ids {
 		r.Track(taskapi.WorkflowID(id))
@@ -253,6 +259,8 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 	require.NoError(t, r.Karvi.SetDown(true))
 	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem != "" }, time.Minute, 200*time.Millisecond,
 		"the intake says karvi cannot be read")
+	require.Eventually(t, func() bool { return unreachable() == 1 }, 30*time.Second, 200*time.Millisecond,
+		"the gauge says karvi cannot be read")
 	for _, id := range ids[1:] {
 		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
 			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
@@ -264,6 +272,8 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
 	}
 	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem == "" }, time.Minute, 200*time.Millisecond)
+	require.Zero(t, unreachable(), "the gauge clears once karvi answers")
+	require.Equal(t, 1.0, scrape(t, metricsURL).value("karvi_edda_intake_karvi_problems_total", "board", r.Karvi.URL(), "kind", "unreachable"))
 }
 
 // Cancel on the board aborts the running task workflow.
