@@ -97,8 +97,8 @@ func (r *taskRun) loseHost() {
 	r.log.Warn("host lost; starting the task anew elsewhere", "host", a.Host, "plan", a.PlanName(),
 		"grace", r.st.Tuning.HostGraceOrDefault().String())
 	a.SinkAhead = true
-	r.notifyHostLost(a.Host, o.LastError)
 	r.settleBrief(o)
+	r.notifyHostLost(a.Host, o.LastError) // after the brief: it never waits on this
 	r.stepAttemptEnded(EndedHostLost, o.LastError)
 	r.endAttempt(EndedHostLost, o.LastError)
 	r.nextAttempt()
