@@ -341,10 +341,19 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 // recorded histories (workflows/intakeflow/testdata/histories).
 func keepIntakeHistory(t *testing.T, r *testrig.Rig, name string) {
 	t.Helper()
+	keepHistory(t, r, intakeapi.WorkflowID(r.Karvi.URL()), "INTAKE_WRITE_HISTORY",
+		filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", name), intakeflow.Register)
+}
+
+// keepHistory replays the history of workflow id so far on the current
+// code (the workflows register adds); with the environment variable env
+// set to 1 it keeps it at path, with the recorded histories.
+func keepHistory(t *testing.T, r *testrig.Rig, id, env, path string, register func(worker.WorkflowRegistry)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := &historypb.History{}
-	it := r.Client.GetWorkflowHistory(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", false, 0)
+	it := r.Client.GetWorkflowHistory(ctx, id, "", false, 0)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)
@@ -352,13 +361,12 @@ func keepIntakeHistory(t *testing.T, r *testrig.Rig, name string) {
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), name)
-	if os.Getenv("INTAKE_WRITE_HISTORY") == "1" {
-		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", name)
+	if os.Getenv(env) != "1" {
+		path = filepath.Join(t.TempDir(), filepath.Base(path))
 	}
 	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
 	rep := worker.NewWorkflowReplayer()
-	intakeflow.Register(rep)
+	register(rep)
 	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A task on its own that ends blocked, and a run that ends: the webhook
@@ -37,6 +39,11 @@ func TestWebhookHearsBlockedAndRunEndedOnce(t *testing.T) {
 	// Anything sent twice would be a second id here: give it a moment.
 	time.Sleep(time.Second)
 	require.ElementsMatch(t, []string{"blocked", "run_ended"}, hook.kinds())
+	// Both histories, their notification included, replay on the current
+	// code; NOTIFY_WRITE_HISTORY=1 keeps them with the recorded histories.
+	hist := filepath.Join("..", "workflows", "testdata", "histories")
+	keepHistory(t, r, taskapi.WorkflowID("NB1"), "NOTIFY_WRITE_HISTORY", filepath.Join(hist, "notify-blocked.json"), workflows.Register)
+	keepHistory(t, r, runapi.WorkflowID("nrun"), "NOTIFY_WRITE_HISTORY", filepath.Join(hist, "notify-run-ended.json"), workflows.Register)
 	for _, ev := range hook.events() {
 		switch ev["kind"] {
 		case "blocked":

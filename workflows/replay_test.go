@@ -30,7 +30,9 @@ import (
 // budget stopped, run-reopened an ended run reopened to skip a task.
 // slots-* are agent slots: a task that waited in line for its slot, a task
 // refused one by its timeout, and the pool that served them (recorded while
-// it still ran).
+// it still ran). notify-* are a task that ended blocked and a run that
+// ended, each telling the webhook (e2e.TestWebhookHearsBlockedAndRunEndedOnce
+// records them, NOTIFY_WRITE_HISTORY=1).
 func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }
