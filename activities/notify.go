@@ -16,10 +16,15 @@ import (
 type NotifyRequest struct {
 	// ID is the delivery id: the same on every retry, so a receiver acts
 	// on the event once.
-	ID      string            `json:"id"`
-	Kind    string            `json:"kind"`
-	Time    time.Time         `json:"time"`
-	TaskID  string            `json:"taskId,omitempty"`
+	ID     string    `json:"id"`
+	Kind   string    `json:"kind"`
+	Time   time.Time `json:"time"`
+	TaskID string    `json:"taskId,omitempty"`
+	// RunID is the run (its slug) the event is about, if any.
+	RunID string `json:"runId,omitempty"`
+	// Host is the host the event is about (the one lost); "" names the
+	// worker's own.
+	Host    string            `json:"host,omitempty"`
 	Reason  string            `json:"reason,omitempty"`
 	ResetAt time.Time         `json:"resetAt,omitzero"`
 	Details map[string]string `json:"details,omitempty"`
@@ -34,7 +39,10 @@ func (a *Activities) Notify(_ context.Context, req NotifyRequest) error {
 		return nil
 	}
 	ev := notify.Event{ID: req.ID, Kind: notify.Kind(req.Kind), Time: req.Time, TaskID: req.TaskID,
-		Host: a.Config.Host, Reason: req.Reason}
+		RunID: req.RunID, Host: a.Config.Host, Reason: req.Reason}
+	if req.Host != "" {
+		ev.Host = req.Host
+	}
 	if !req.ResetAt.IsZero() {
 		r := req.ResetAt
 		ev.ResetAt = &r

@@ -242,7 +242,13 @@ func TestIntakeWorkerKilledWhileTasksArrive(t *testing.T) {
 // karvi down for 20 s while tasks are dispatched: the intake says so,
 // and claims every task once karvi is back.
 func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
-	r := intakeRig(t)
+	port, err := devenv.FreePort()
+	require.NoError(t, err)
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	r := intakeRigWith(t, "", "-metrics-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	unreachable := func() float64 {
+		return scrape(t, metricsURL).value("karvi_edda_intake_karvi_unreachable", "board", r.Karvi.URL())
+	}
 	ids := taskIDs("down", 4)
 	for _, id := range ids {
 		r.Track(taskapi.WorkflowID(id))
@@ -253,6 +259,8 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 	require.NoError(t, r.Karvi.SetDown(true))
 	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem != "" }, time.Minute, 200*time.Millisecond,
 		"the intake says karvi cannot be read")
+	require.Eventually(t, func() bool { return unreachable() == 1 }, 30*time.Second, 200*time.Millisecond,
+		"the gauge says karvi cannot be read")
 	for _, id := range ids[1:] {
 		require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: id, Title: "Task " + id, Status: "dispatched",
 			Fields: map[string]any{"runtimeHint": "edda", "skill": "sequential", "description": "Add user authentication with JWT. " + testrig.ExampleCosts}}))
@@ -264,6 +272,8 @@ func TestIntakeKarviDownWhileTasksArrive(t *testing.T) {
 		require.Equal(t, 1, runsOf(t, r, id), "task %s started once", id)
 	}
 	require.Eventually(t, func() bool { return intakeStatus(t, r).Problem == "" }, time.Minute, 200*time.Millisecond)
+	require.Zero(t, unreachable(), "the gauge clears once karvi answers")
+	require.Equal(t, 1.0, scrape(t, metricsURL).value("karvi_edda_intake_karvi_problems_total", "board", r.Karvi.URL(), "kind", "unreachable"))
 }
 
 // Cancel on the board aborts the running task workflow.
@@ -322,10 +332,28 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	require.Equal(t, 1, intakeStatus(t, r).Counts.Redispatch)
 
 	// The intake's history (claim, end, send-back, redispatch, second end)
-	// replays on the current code; INTAKE_WRITE_HISTORY=1 keeps it with the
-	// intake's recorded histories.
+	// replays on the current code.
+	keepIntakeHistory(t, r, "intake-sendback.json")
+}
+
+// keepIntakeHistory replays the intake's history so far on the current
+// code; INTAKE_WRITE_HISTORY=1 keeps it as name with the intake's
+// recorded histories (workflows/intakeflow/testdata/histories).
+func keepIntakeHistory(t *testing.T, r *testrig.Rig, name string) {
+	t.Helper()
+	keepHistory(t, r, intakeapi.WorkflowID(r.Karvi.URL()), "INTAKE_WRITE_HISTORY",
+		filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", name), intakeflow.Register)
+}
+
+// keepHistory replays the history of workflow id so far on the current
+// code (the workflows register adds); with the environment variable env
+// set to 1 it keeps it at path, with the recorded histories.
+func keepHistory(t *testing.T, r *testrig.Rig, id, env, path string, register func(worker.WorkflowRegistry)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	h := &historypb.History{}
-	it := r.Client.GetWorkflowHistory(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", false, 0)
+	it := r.Client.GetWorkflowHistory(ctx, id, "", false, 0)
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)
@@ -333,13 +361,12 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "intake-sendback.json")
-	if os.Getenv("INTAKE_WRITE_HISTORY") == "1" {
-		path = filepath.Join("..", "workflows", "intakeflow", "testdata", "histories", "intake-sendback.json")
+	if os.Getenv(env) != "1" {
+		path = filepath.Join(t.TempDir(), filepath.Base(path))
 	}
 	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
 	rep := worker.NewWorkflowReplayer()
-	intakeflow.Register(rep)
+	register(rep)
 	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 
@@ -455,4 +482,67 @@ func TestIntakeBlocksABadTaskOnce(t *testing.T) {
 	require.Equal(t, 1, blocks, "blocked once")
 	st := intakeStatus(t, r)
 	require.Equal(t, 1, st.Counts.Blocked)
+}
+
+// One task of a run cancelled on the board is aborted, and the run does
+// what it does for any aborted task: the task fails, its dependent is
+// blocked, the rest of the run ends. A task that joins the project after
+// its run started is refused, blocked on karvi with the reason, and never
+// started.
+func TestIntakeRunTaskCancelledAndLateTaskRefused(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	ids := taskIDs("runcancel", 4)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Run with a cancel", "example/demo",
+		map[string]any{"id": ids[0], "title": "Slow", "runtimeHint": "edda", "description": "[sim phase=implement hang=forever]"},
+		map[string]any{"id": ids[1], "title": "After slow", "runtimeHint": "edda", "depends": []string{ids[0]}},
+		map[string]any{"id": ids[2], "title": "Quick", "runtimeHint": "edda"})
+	projects := r.Karvi.ProjectIDs()
+	require.Len(t, projects, 1)
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != "" && runsOf(t, r, ids[0]) == 1
+	}, time.Minute, 200*time.Millisecond, "the run starts its first task")
+	r.Track(wf)
+
+	// A task that joins the project now (karvi's board written beside the
+	// API does that) is refused with the reason.
+	late := ids[3]
+	require.NoError(t, r.Karvi.AddTask(karvifake.Task{ID: late, Title: "Late", Status: "dispatched",
+		Fields: map[string]any{"runtimeHint": "edda", "projectId": projects[0], "depends": []any{}}}))
+	waitKarvi(t, r, "blocked", late)
+	tk, _ := r.Karvi.Task(late)
+	require.NotNil(t, tk.Blocker)
+	require.Contains(t, tk.Blocker.Reason, "task "+late+" joined project "+projects[0]+" after its run "+wf+" started")
+
+	boardPost(t, r, "/api/tasks/"+ids[0]+"/cancel", map[string]any{"reason": "wrong approach"})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var slow taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(ids[0]), "").Get(ctx, &slow))
+	require.Equal(t, mapping.PlanAborted, slow.Outcome.PlanStatus, "the run's task is aborted")
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunPartial, doc.Status)
+	require.Equal(t, runstatus.TaskFailed, doc.Tasks[ids[0]].Status)
+	require.Equal(t, runstatus.TaskBlocked, doc.Tasks[ids[1]].Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks[ids[2]].Status)
+	tk, _ = r.Karvi.Task(ids[0])
+	require.Equal(t, "cancelled", tk.Status)
+	require.Equal(t, 0, runsOf(t, r, late), "the late task is never started")
+	require.Equal(t, 0, runsOf(t, r, ids[1]), "its dependent never starts")
+	var aborted []string
+	for _, n := range intakeStatus(t, r).Recent {
+		if n.Kind == "abort" {
+			aborted = append(aborted, n.TaskID+": "+n.Result)
+		}
+	}
+	require.Equal(t, []string{ids[0] + ": sent abort to " + taskapi.WorkflowID(ids[0]) + " (a task of run " + wf + ")"}, aborted)
+	keepIntakeHistory(t, r, "intake-run-cancel.json")
 }

@@ -110,7 +110,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.BoolVar(&c.intakeKarvi, "intake-karvi", false, "follow the karvi board at -karvi-url and run the tasks it routes here by themselves (needs -sink karvi; docs/intake.md)")
 	fs.StringVar(&c.intakeHint, "intake-runtime-hint", intake.DefaultRuntimeHint, "the runtimeHint of the karvi tasks the intake takes")
 	fs.DurationVar(&c.intakePoll, "intake-poll", intakeapi.DefaultPoll, "how often the intake reads karvi's board again besides its live feed (karvi's review writes without an event)")
-	fs.StringVar(&c.notifyURL, "notify-url", "", "http(s) `URL` of a webhook told when a task pauses or resumes (signed with KARVI_EDDA_NOTIFY_SECRET, which it needs); empty for none")
+	fs.StringVar(&c.notifyURL, "notify-url", "", "http(s) `URL` of a webhook told when a task pauses, resumes or ends blocked, a host is lost, a run ends (signed with KARVI_EDDA_NOTIFY_SECRET, which it needs); empty for none")
 	fs.StringVar(&c.notifyDeadLetter, "notify-dead-letter", "", "JSONL `file` keeping the notifications the webhook did not take (default <work-root>/notify-dead-letter.jsonl)")
 	fs.StringVar(&c.limitPatterns, "limit-patterns", "", "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)")
 	fs.DurationVar(&c.stallAfter, "stall-after", stalls.DefaultAfter, "a phase with no event and no agent transcript line for this long has stalled, when its dispatch sets no stallAfterSec; applies only to phases whose timeout is longer; 0 watches for none (docs/stalls.md)")

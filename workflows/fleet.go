@@ -138,6 +138,7 @@ func (r *taskRun) loseHost() {
 		"grace", r.st.Tuning.HostGraceOrDefault().String())
 	a.SinkAhead = true
 	r.settleBrief(o)
+	r.notifyHostLost(a.Host, o.LastError) // after the brief: it never waits on this
 	r.stepAttemptEnded(EndedHostLost, o.LastError)
 	r.endAttempt(EndedHostLost, o.LastError)
 	r.nextAttempt()
@@ -155,6 +156,7 @@ func (r *taskRun) loseHost() {
 func (r *taskRun) leaveHost() {
 	a := &r.st.Current
 	r.log.Warn("host lost while stopping its conductor; leaving it to the fence", "host", a.Host, "plan", a.PlanName())
+	r.notifyHostLost(a.Host, fmt.Sprintf("host %s lost while its conductor was being stopped", a.Host))
 	a.Conductor = nil
 	a.SinkAhead = true
 }

@@ -4,8 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/worker"
+	"karvi-edda-temporal/internal/replaytest"
 )
 
 // Every history recorded from a real run (testdata/histories, in the SDK's
@@ -34,15 +33,9 @@ import (
 // it still ran). stall-* are tasks whose phase stalled, one per action
 // (warn, redispatch, abort; e2e.TestStall* records them with
 // STALL_WRITE_HISTORY=1).
+// it still ran). notify-* are a task that ended blocked and a run that
+// ended, each telling the webhook (e2e.TestWebhookHearsBlockedAndRunEndedOnce
+// records them, NOTIFY_WRITE_HISTORY=1).
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no recorded histories")
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			rep := worker.NewWorkflowReplayer()
-			Register(rep)
-			require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, f))
-		})
-	}
+	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }

@@ -431,6 +431,7 @@ func (r *runFlow) close() (runstatus.Status, error) {
 		return runstatus.Status{}, err
 	}
 	r.showDetails()
+	r.notifyEnded()
 	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 		return runstatus.Status{}, err
 	}

@@ -449,6 +449,7 @@ func (r *taskRun) finish() error {
 		r.st.Signals.Ignored++
 		r.log.Info("abort ignored: the task already ended", "status", o.TaskStatus)
 	}
+	r.notifyBlocked(o)
 	a.Stage = StageDone
 	return nil
 }

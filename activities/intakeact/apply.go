@@ -113,20 +113,30 @@ func (a *Activities) redispatch(ctx context.Context, in intakeapi.ApplyInput) (s
 	return a.start(ctx, in, true)
 }
 
+// abort aborts a task's workflow. A task of a run runs in a workflow of
+// its own id too (the run's child), so the same signal aborts it, and the
+// run then does what it does for any aborted task: the task fails, its
+// dependents are blocked, the rest of the run goes on. A run's task the
+// run has not started yet is aborted by the follower as soon as the run
+// starts it (Follow: the claim stays marked aborted until its workflow
+// ends).
 func (a *Activities) abort(ctx context.Context, act intake.Action) (string, error) {
-	if act.WorkflowID != taskapi.WorkflowID(act.TaskID) {
-		return "not aborted: task " + act.TaskID + " belongs to run " + act.WorkflowID +
-			", and a run has no abort of one task yet", nil
-	}
-	err := a.Temporal.SignalWorkflow(ctx, act.WorkflowID, "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: act.Reason})
+	id := taskapi.WorkflowID(act.TaskID)
+	inRun := act.WorkflowID != id
+	err := a.Temporal.SignalWorkflow(ctx, id, "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: act.Reason})
 	var nf *serviceerror.NotFound
 	switch {
+	case errors.As(err, &nf) && inRun:
+		return "task " + act.TaskID + " of run " + act.WorkflowID + " has not started yet: aborted when the run starts it", nil
 	case errors.As(err, &nf):
-		return "nothing to abort: " + act.WorkflowID + " is not running", nil
+		return "nothing to abort: " + id + " is not running", nil
 	case err != nil:
-		return "", fmt.Errorf("signal abort to %s: %w", act.WorkflowID, err)
+		return "", fmt.Errorf("signal abort to %s: %w", id, err)
 	}
-	return "sent abort to " + act.WorkflowID, nil
+	if inRun {
+		return "sent abort to " + id + " (a task of run " + act.WorkflowID + ")", nil
+	}
+	return "sent abort to " + id, nil
 }
 
 // block marks a task the intake cannot run blocked on karvi with the

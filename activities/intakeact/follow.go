@@ -273,6 +273,15 @@ func (a *Activities) ended(ctx context.Context, st intake.State) ([]intakeapi.En
 		}
 		info := desc.GetWorkflowExecutionInfo()
 		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			if c.Aborted && c.RunWorkflowID != "" {
+				// Cancelled on the board before its run started it: the
+				// run has now. The abort is idempotent in the task.
+				err := a.Temporal.SignalWorkflow(ctx, id, "", taskapi.SignalAbort,
+					taskapi.AbortSignal{Reason: "cancelled on the board before its run started it"})
+				if err != nil {
+					errs = append(errs, fmt.Errorf("abort %s: %w", id, err))
+				}
+			}
 			continue
 		}
 		if c.RunWorkflowID == "" && c.Attempt > 1 && memoAttempt(info.GetMemo().GetFields()) < c.Attempt {

@@ -38,6 +38,15 @@ const (
 	SlotsHeld    = "karvi_edda_slots_held"
 	SlotsWaiting = "karvi_edda_slots_waiting"
 	SlotsMax     = "karvi_edda_slots_max_concurrent"
+	// IntakeKarviUnreachable and IntakeKarviUnauthorized are 1 while the
+	// karvi intake of a board cannot read it (karvi down, or its board
+	// unreadable) or karvi refuses its token (401/403), 0 otherwise, by
+	// board; IntakeKarviProblems counts each time such a problem begins,
+	// by board and kind. The intake workflow records them (see
+	// IntakeKarvi).
+	IntakeKarviUnreachable  = "karvi_edda_intake_karvi_unreachable"
+	IntakeKarviUnauthorized = "karvi_edda_intake_karvi_unauthorized"
+	IntakeKarviProblems     = "karvi_edda_intake_karvi_problems"
 )
 
 // LatencyBuckets are the bucket bounds, in seconds, of every duration

@@ -32,3 +32,31 @@ func Pool(h client.MetricsHandler, pool string, held, waiting, maxConcurrent int
 func Stalled(h client.MetricsHandler, action string) {
 	h.WithTags(map[string]string{"action": action}).Counter(PhaseStalls).Inc(1)
 }
+
+// Kinds of the karvi intake's problem with its board (IntakeKarvi).
+const (
+	IntakeOK           = ""
+	IntakeUnreachable  = "unreachable"
+	IntakeUnauthorized = "unauthorized"
+)
+
+// IntakeKarvi records whether the karvi intake of board can read it now:
+// kind is IntakeOK, IntakeUnreachable or IntakeUnauthorized; began counts
+// a problem that has just begun. h is the intake workflow's handler, as
+// for AttemptStarted: a worker that restarts reports the state from the
+// intake's next read on.
+func IntakeKarvi(h client.MetricsHandler, board, kind string, began bool) {
+	h = h.WithTags(map[string]string{"board": board})
+	down, refused := 0.0, 0.0
+	switch kind {
+	case IntakeUnreachable:
+		down = 1
+	case IntakeUnauthorized:
+		refused = 1
+	}
+	h.Gauge(IntakeKarviUnreachable).Update(down)
+	h.Gauge(IntakeKarviUnauthorized).Update(refused)
+	if began && kind != IntakeOK {
+		h.WithTags(map[string]string{"kind": kind}).Counter(IntakeKarviProblems).Inc(1)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/intake"
+	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/workflows/intakeapi"
 )
 
@@ -61,6 +62,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 	}
 	logger := workflow.GetLogger(ctx)
 	problem := ""
+	refused := false // karvi answers 401/403
 	if err := workflow.SetQueryHandler(ctx, intakeapi.QueryStatus, func() (intakeapi.Status, error) {
 		return intakeapi.Status{
 			BoardURL: in.BoardURL, RuntimeHint: in.RuntimeHint, TaskQueue: in.TaskQueue,
@@ -97,19 +99,28 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			State: in.State, Poll: poll, MaxWait: followWait, Skipped: in.Skipped, Problem: problem,
 		}).Get(ctx, &res)
 		if err != nil {
-			problem = "following the board: " + err.Error()
+			problem, refused = "following the board: "+err.Error(), false
 			logger.Warn("intake: following the board failed", "error", err)
 			if err := workflow.Sleep(ctx, time.Minute); err != nil {
 				return err
 			}
 			continue
 		}
-		if res.Problem != "" && res.Problem != problem {
-			in.Counts.Unreachable++
-			logger.Warn("intake: karvi cannot be read", "problem", res.Problem)
+		kind := metrics.IntakeOK
+		switch {
+		case res.Unauthorized:
+			kind = metrics.IntakeUnauthorized
+		case res.Problem != "":
+			kind = metrics.IntakeUnreachable
 		}
-		problem = res.Problem
-		workflow.SetCurrentDetails(ctx, details(in, problem))
+		began := res.Problem != "" && res.Problem != problem
+		if began {
+			in.Counts.Unreachable++
+			logger.Warn("intake: karvi cannot be read", "problem", res.Problem, "kind", kind)
+		}
+		metrics.IntakeKarvi(workflow.GetMetricsHandler(ctx), in.BoardURL, kind, began)
+		problem, refused = res.Problem, res.Unauthorized
+		workflow.SetCurrentDetails(ctx, details(in, problem, refused))
 		for _, e := range res.Ended {
 			in.State = in.State.Ended(e.TaskID, e.Final)
 			in.Counts.EndsSeen++
@@ -161,12 +172,13 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			remember(&in, note)
 		}
 		in.Skipped = skipped
-		workflow.SetCurrentDetails(ctx, details(in, problem))
+		workflow.SetCurrentDetails(ctx, details(in, problem, refused))
 	}
 }
 
-// details are what the Web UI shows of the intake now.
-func details(in intakeapi.Input, problem string) string {
+// details are what the Web UI shows of the intake now: karvi's problem
+// first, when it has one.
+func details(in intakeapi.Input, problem string, refused bool) string {
 	running := 0
 	for _, c := range in.State.Claims {
 		if c.Phase == intake.PhaseRunning {
@@ -175,6 +187,12 @@ func details(in intakeapi.Input, problem string) string {
 	}
 	out := fmt.Sprintf("Follows **%s** (runtimeHint `%s`), board _version %d: %d tasks claimed, %d running, %d runs; %d skipped.",
 		in.BoardURL, in.RuntimeHint, in.State.Version, len(in.State.Claims), running, len(in.State.Runs), len(in.Skipped))
+	switch {
+	case refused:
+		out = fmt.Sprintf("**karvi refuses the intake's token (401/403)**: nothing is claimed; asking again every %s. Give the worker an operator token (KARVI_API_TOKEN).\n\n", unauthorizedWait) + out
+	case problem != "":
+		out = "**karvi cannot be read**: nothing new is claimed (what is dispatched meanwhile stays dispatched on the board and is claimed once karvi answers); the tasks already claimed run on.\n\n" + out
+	}
 	if problem != "" {
 		out += "\n\n**Problem:** " + problem
 	}

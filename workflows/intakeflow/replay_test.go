@@ -4,21 +4,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/worker"
+	"karvi-edda-temporal/internal/replaytest"
 )
 
 // Recorded histories of the intake workflow replay on the current code: a
 // change to its commands must keep them replaying (workflow.GetVersion).
+// e2e.TestIntakeBoardSendBackRedispatches records intake-sendback.json (a
+// task claimed, ended, sent back, redispatched) and
+// e2e.TestIntakeRunTaskCancelledAndLateTaskRefused intake-run-cancel.json
+// (a project become a run, a late task refused, one task of the run
+// cancelled); INTAKE_WRITE_HISTORY=1 rewrites them.
 func TestReplayRecordedIntakeHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files, "no recorded histories")
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			rep := worker.NewWorkflowReplayer()
-			Register(rep)
-			require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, f))
-		})
-	}
+	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }
