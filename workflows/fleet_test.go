@@ -65,6 +65,17 @@ func lostHost(shared func() string, host string) func(context.Context) error {
 	}
 }
 
+// runExampleA runs example A's dispatch on f's conductor to its end.
+func runExampleA(t *testing.T, env *testsuite.TestWorkflowEnvironment, f *fakeConductor) Result {
+	t.Helper()
+	f.register(env)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
+}
+
 func repeat(s string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -116,11 +127,7 @@ func TestRetriedStartStaysOnItsHost(t *testing.T) {
 	q := watchQueues(env)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
 		claimOf: func(n int) string { return []string{"h2", "h3", "h1"}[(n-1)%3] }, startFails: 1}
-	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runExampleA(t, env, f)
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 1, res.Attempt)
@@ -138,11 +145,7 @@ func TestStartNotTakenByItsHostClaimsAnother(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
 		claimOf: func(n int) string { return map[int]string{1: "h2", 2: "h1"}[n] }}
 	f.startGone = lostHost(func() string { return q.shared }, "h2")
-	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runExampleA(t, env, f)
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 1, res.Attempt, "no attempt was lost: none ran")
@@ -161,11 +164,7 @@ func TestLostHostStartsTheTaskAnewElsewhere(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
 		hostOf: func(n int) string { return map[int]string{1: "h2", 2: "h1"}[n] }}
 	f.gone = lostHost(func() string { return q.shared }, "h2")
-	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := runExampleA(t, env, f)
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
