@@ -46,6 +46,10 @@ type State struct {
 	// counts every pause of the task.
 	Pause  *taskapi.Pause `json:"pause,omitempty"`
 	Pauses int            `json:"pauses,omitempty"`
+	// Account is the agent account the task's conductors run on, as the
+	// task was started with it (pause_account.go); empty: the slot pool's
+	// name, or none.
+	Account string `json:"account,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -93,6 +97,15 @@ type Attempt struct {
 	// after a pause (pause.go).
 	Transcripts activities.TranscriptCursor `json:"transcripts,omitempty"`
 	Resumes     int                         `json:"resumes,omitempty"`
+	// AccountChecked: the attempt asked its agent account whether it is
+	// paused before starting (pause_account.go).
+	AccountChecked bool `json:"accountChecked,omitempty"`
+	// AccountJoined: the account took the task as a member; it is told
+	// when the attempt ends.
+	AccountJoined bool `json:"accountJoined,omitempty"`
+	// SlotRound counts the slots the attempt gave back during a pause: the
+	// next one is asked for under a key of its own.
+	SlotRound int `json:"slotRound,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.
