@@ -35,35 +35,9 @@ const versionUsageLimits = 3
 func (r *taskRun) pauseOnLimit(res activities.DeliverResult, from *accountapi.Notice) error {
 	a := &r.st.Current
 	lim := *res.Limit
-	if !res.Exited && a.Conductor != nil {
-		stop := fmt.Sprintf("interrupt conductor %s (usage limit)", a.PlanName())
-		err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
-			activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
-		if isHostLost(err) {
-			r.loseHost()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
-		}
-		// Its log to the end: the interrupted phase's failure and whatever
-		// came before it.
-		for range maxDrains {
-			var dr activities.DeliverResult
-			req := r.deliverRequest(0)
-			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
-			if isHostLost(err) {
-				r.loseHost()
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
-			}
-			r.streamStored(req.Stream)
-			r.checkpoint(dr)
-			if dr.Exited {
-				break
-			}
+	if !res.Exited {
+		if lost, err := r.interruptAndDrain("usage limit"); lost || err != nil {
+			return err
 		}
 	}
 	// Whatever the conductor made of the limited attempt (blocked after
@@ -100,6 +74,46 @@ func (r *taskRun) pauseOnLimit(res activities.DeliverResult, from *accountapi.No
 	return nil
 }
 
+// interruptAndDrain stops the conductor with SIGINT, its graceful stop,
+// and delivers its log to the end. lost: the host was lost meanwhile (the
+// attempt is given up).
+func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
+	a := &r.st.Current
+	if a.Conductor == nil {
+		return false, nil
+	}
+	stop := fmt.Sprintf("interrupt conductor %s (%s)", a.PlanName(), why)
+	err = workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
+		activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+	if isHostLost(err) {
+		r.loseHost()
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
+	}
+	// Its log to the end: the interrupted phase's failure and whatever
+	// came before it.
+	for range maxDrains {
+		var dr activities.DeliverResult
+		req := r.deliverRequest(0)
+		err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
+		if isHostLost(err) {
+			r.loseHost()
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
+		}
+		r.streamStored(req.Stream)
+		r.checkpoint(dr)
+		if dr.Exited {
+			break
+		}
+	}
+	return false, nil
+}
+
 // enterPause records the pause and tells everyone who watches: the log,
 // the canonical stream, the webhook, the run, the brief. A paused attempt
 // gives its agent slot back.
@@ -112,20 +126,32 @@ func (r *taskRun) enterPause(p *taskapi.Pause) {
 	for resumeCh.ReceiveAsync(&stale) {
 	}
 	until := p.Until.UTC()
-	r.log.Warn("usage limit: task paused", "phase", p.Phase, "source", p.Source,
+	what := fmt.Sprintf("usage limit in phase %s%s", p.Phase, accountWords(p))
+	when := "resumes at " + until.Format("15:04:05 UTC")
+	if p.Reason == taskapi.PausedBudget {
+		what, when = p.Budget, "until the budget is raised or the task resumed"
+	}
+	r.log.Warn("task paused", "reason", p.Reason, "phase", p.Phase, "source", p.Source,
 		"resetAt", p.ResetAt, "until", until, "account", p.Account, "by", p.By)
 	if p.Phase != "" {
 		r.step(canonical.Step{Kind: canonical.StepPhasePaused, Phase: p.Phase})
 	}
-	r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused",
-		Reason: fmt.Sprintf("usage limit in phase %s (%s)%s, resumes at %s", p.Phase, p.Source, accountWords(p), until.Format(time.RFC3339))})
-	details := map[string]string{"source": p.Source, "phase": p.Phase, "text": p.Text, "until": until.Format(time.RFC3339)}
+	if p.Reason == taskapi.PausedBudget {
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused", Reason: what + ", " + when})
+	} else {
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused",
+			Reason: fmt.Sprintf("usage limit in phase %s (%s)%s, resumes at %s", p.Phase, p.Source, accountWords(p), until.Format(time.RFC3339))})
+	}
+	details := map[string]string{"source": p.Source, "phase": p.Phase, "text": p.Text}
+	if !p.Until.IsZero() {
+		details["until"] = until.Format(time.RFC3339)
+	}
 	if p.Account != "" {
 		details["account"], details["by"] = p.Account, p.By
 	}
-	r.notify("paused", fmt.Sprintf("usage limit in phase %s%s", p.Phase, accountWords(p)), p.ResetAt, details)
+	r.notify("paused", what, p.ResetAt, details)
 	r.tellRun(true, p.Since)
-	r.briefNote("paused", fmt.Sprintf("usage limit in phase %s%s, resumes at %s", p.Phase, accountWords(p), until.Format("15:04:05 UTC")))
+	r.briefNote("paused", what+", "+when)
 	r.giveSlotBack()
 	a.Stage = StagePaused
 	r.upsertSearch()
@@ -151,7 +177,7 @@ func (r *taskRun) paused() error {
 		return r.resumeWithSlot(p.Ended)
 	}
 	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
-	reason := ""
+	reason := r.budgetRaised()
 	for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 		var timer workflow.Future
 		if !p.Until.IsZero() {
@@ -309,6 +335,9 @@ func (r *taskRun) tellRun(paused bool, at time.Time) {
 	p := runapi.TaskPause{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Paused: paused, At: at.UTC()}
 	if paused {
 		p.Reason = taskapi.PausedUsageLimit
+		if r.st.Pause != nil && r.st.Pause.Reason != "" {
+			p.Reason = r.st.Pause.Reason
+		}
 	}
 	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskPause, p).Get(r.ctx, nil); err != nil {
 		r.log.Warn("pause not reported to the run", "error", err)

@@ -181,7 +181,3 @@ func accountWords(p *taskapi.Pause) string {
 	}
 	return " on account " + p.Account
 }
-
-// addBudgetReceivers: a pause for the budget also ends when the budget is
-// raised (budget.go).
-func (r *taskRun) addBudgetReceivers(sel workflow.Selector, reason *string) {}

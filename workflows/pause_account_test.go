@@ -11,10 +11,12 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/accountapi"
 	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // accountRig is a conductor that runs until it is interrupted (or, once
@@ -39,6 +41,8 @@ type accountRig struct {
 	ownLimit *activities.UsageLimit
 	// completeAtOnce: the first delivery completes the plan.
 	completeAtOnce bool
+	// costUSD: what every delivery reports spent in the first phase.
+	costUSD float64
 }
 
 func (c *accountRig) register() {
@@ -110,6 +114,10 @@ func (c *accountRig) register() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			res := activities.DeliverResult{Brief: req.Brief, LimitWatch: activities.LimitWatch{WatchLimits: true}}
+			if c.costUSD > 0 {
+				res.Brief = req.Brief.Clone()
+				res.Brief.Brief.Cost.ByPhase = map[string]float64{res.Brief.PhaseOrder[0]: c.costUSD}
+			}
 			switch {
 			case len(c.resumedAt) > 0 || c.completeAtOnce:
 				o := mapping.CompletedOutcome()
@@ -239,4 +247,51 @@ func TestBadAccountIsRefused(t *testing.T) {
 	env, _ := newAccountRig(t)
 	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Account: "no spaces"})
 	require.ErrorContains(t, env.GetWorkflowError(), `invalid account: account "no spaces"`)
+}
+
+// A budget whose action is pause stops the conductor gracefully at 100 %
+// and waits, with no end of its own, until the budget is raised; then the
+// same plan goes on as the same attempt.
+func TestBudgetPauseWaitsForARaisedBudget(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.costUSD = 1.5
+	var st Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&st))
+		env.SignalWorkflow(SignalBudget, taskapi.BudgetSignal{LimitUSD: 1.2}) // still spent: stays paused
+	}, 10*time.Hour)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalBudget, taskapi.BudgetSignal{LimitUSD: 5})
+	}, 20*time.Hour)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	require.NotEmpty(t, c.interrupted, "stopped gracefully")
+	require.Len(t, c.resumedAt, 1)
+	require.False(t, c.resumedAt[0].Before(c.startedAt[0].Add(20*time.Hour)), "resumed only once the budget was raised")
+	require.Equal(t, StagePaused, st.Stage)
+	require.Equal(t, taskapi.PausedBudget, st.Pause.Reason)
+	require.Contains(t, st.Pause.Budget, "Budget exceeded")
+	require.NotContains(t, c.statuses, mapping.TaskBlocked)
+	require.Contains(t, c.notes[len(c.notes)-1], "resumed: budget raised to $5.00")
+}
+
+// starter resume ends a budget pause too.
+func TestBudgetPauseEndsOnResume(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.costUSD = 1.5
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResume, ResumeSignal{Reason: "go on"}) }, time.Hour)
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.resumedAt, 1)
 }

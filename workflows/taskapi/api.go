@@ -22,6 +22,9 @@ const (
 	SignalNote = "note"
 	// SignalResume ends a task's pause early (ResumeSignal).
 	SignalResume = "resume"
+	// SignalBudget sets the task's budget (BudgetSignal); a task paused
+	// for its budget resumes when the new one is not spent.
+	SignalBudget = "budget"
 	QueryBrief   = "brief"
 	QueryStatus  = "status"
 	// QueryCost answers what the task spent (Cost).
@@ -212,6 +215,17 @@ type Pause struct {
 
 // PausedUsageLimit is the reason of a pause for an agent's usage limit.
 const PausedUsageLimit = "usage_limit"
+
+// PausedBudget is the reason of a pause for a spent budget whose action
+// is pause.
+const PausedBudget = "budget"
+
+// BudgetSignal is the payload of SignalBudget: the new limit, and the
+// action (empty: keep the budget's).
+type BudgetSignal struct {
+	LimitUSD float64      `json:"limitUsd"`
+	Action   costs.Action `json:"action,omitempty"`
+}
 
 const (
 	defaultTailWait     = 20 * time.Second
