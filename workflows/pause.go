@@ -152,6 +152,7 @@ func (r *taskRun) enterPause(p *taskapi.Pause) {
 	r.notify("paused", what, p.ResetAt, details)
 	r.tellRun(true, p.Since)
 	r.briefNote("paused", what+", "+when)
+	r.pauseStatus(mapping.DispatchPaused, "paused: "+what+", "+when)
 	r.giveSlotBack()
 	a.Stage = StagePaused
 	r.upsertSearch()
@@ -291,9 +292,27 @@ func (r *taskRun) resume(why string) error {
 	r.tellRun(false, workflow.Now(r.ctx))
 	r.notify("resumed", why, time.Time{}, map[string]string{"plan": a.PlanName()})
 	r.briefNote("resumed", why)
+	r.pauseStatus(mapping.DispatchDispatching, "resumed: "+why)
 	r.upsertSearch()
 	r.showDetails()
 	return nil
+}
+
+// versionPauseStatus names the change that tells karvi of a pause and a
+// resume through the task's result.
+const versionPauseStatus = "pause-status"
+
+// pauseStatus tells karvi the task paused or resumed: the status stays
+// what it is (in progress: a pause is no failure), the task's result says
+// why and until when. A refusal is logged: the pause goes on.
+func (r *taskRun) pauseStatus(state mapping.DispatchState, summary string) {
+	if r.st.TaskStatus == "" || workflow.GetVersion(r.ctx, versionPauseStatus, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	u := activities.TaskStatusUpdate{Status: r.st.TaskStatus, DispatchState: state, Reason: summary}
+	if err := r.setStatus(u); err != nil {
+		r.log.Warn("pause not shown in the sink", "error", err)
+	}
 }
 
 // briefNote adds a line of the runtime's own to the brief's log.

@@ -37,6 +37,7 @@ type accountRig struct {
 	releases    []slots.Key
 	notes       []string
 	statuses    []mapping.TaskStatus
+	updates     []activities.TaskStatusUpdate
 	// ownLimit: the first attempt's first delivery meets a usage limit.
 	ownLimit *activities.UsageLimit
 	// completeAtOnce: the first delivery completes the plan.
@@ -140,6 +141,7 @@ func (c *accountRig) register() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
+			c.updates = append(c.updates, req.Update)
 			return nil
 		})
 }
@@ -294,4 +296,23 @@ func TestBudgetPauseEndsOnResume(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	require.Len(t, c.resumedAt, 1)
+}
+
+// The sink hears of the pause and the resume as the task's dispatch result,
+// its status unchanged: a pause is no failure.
+func TestPauseIsShownInTheSinkNotAsAFailure(t *testing.T) {
+	env, c := newAccountRig(t)
+	reset := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
+	env.SetStartTime(reset.Add(-time.Hour))
+	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
+	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{PauseMargin: 2 * time.Minute}})
+	require.NoError(t, env.GetWorkflowError())
+	var states []string
+	for _, u := range c.updates {
+		states = append(states, string(u.Status)+"/"+string(u.DispatchState)+": "+u.Reason)
+	}
+	require.Len(t, states, 3, "%q", states)
+	require.Equal(t, "dispatched/paused: paused: usage limit in phase test, resumes at 15:02:00 UTC", states[0])
+	require.Equal(t, "dispatched/dispatching: resumed: the limit's reset passed", states[1])
+	require.Equal(t, "completed/completed: ", states[2])
 }
