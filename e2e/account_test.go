@@ -4,11 +4,15 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
@@ -35,6 +39,24 @@ func accountView(t *testing.T, r *testrig.Rig, account string) accountapi.View {
 	var view accountapi.View
 	require.NoError(t, v.Get(&view))
 	return view
+}
+
+// keepHistory replays a paused-and-resumed task's history and, with
+// PAUSE_WRITE_HISTORY=1, keeps it with the recorded histories as name.
+func keepHistory(t *testing.T, r *testrig.Rig, taskID, name string) {
+	t.Helper()
+	h := r.History(taskID)
+	require.NoError(t, testrig.Replay(h), "replay from memory")
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), name)
+	if os.Getenv("PAUSE_WRITE_HISTORY") == "1" {
+		path = filepath.Join("..", "workflows", "testdata", "histories", name)
+	}
+	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
+	rep := worker.NewWorkflowReplayer()
+	workflows.Register(rep)
+	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
 }
 
 // Three tasks on one agent account; one meets the usage limit. All three
@@ -106,6 +128,8 @@ func TestAccountLimitPausesEveryTaskOnTheAccount(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, st.Pauses, id)
 	}
+	keepHistory(t, r, "AC1", "pause-account-limited.json")
+	keepHistory(t, r, "AC2", "pause-account-member.json")
 	res := r.Result(late)
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	first := r.Events("AC4", res.PlanName)[0]
