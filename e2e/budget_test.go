@@ -112,7 +112,6 @@ func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 // same plan completes as attempt 1, the phases that passed not run again.
 func TestTaskBudgetPauseWaitsForBudgetSet(t *testing.T) {
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
-	r.Workspace("bud-pause")
 	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-pause", "Spend, then wait."),
 		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Pause}, Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
 	var st workflows.Status

@@ -120,6 +120,9 @@ func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
 func (r *taskRun) enterPause(p *taskapi.Pause) {
 	a := &r.st.Current
 	r.st.Pause = p
+	// Paused from here on: a status query never shows the pause with the
+	// attempt still running.
+	a.Stage = StagePaused
 	// A resume signal sent before this pause does not end it.
 	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
 	var stale ResumeSignal
@@ -154,7 +157,6 @@ func (r *taskRun) enterPause(p *taskapi.Pause) {
 	r.briefNote("paused", what+", "+when)
 	r.pauseStatus(mapping.DispatchPaused, "paused: "+what+", "+when)
 	r.giveSlotBack()
-	a.Stage = StagePaused
 	r.upsertSearch()
 	r.showDetails()
 }
