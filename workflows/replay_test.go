@@ -31,7 +31,11 @@ import (
 // budget stopped, run-reopened an ended run reopened to skip a task.
 // slots-* are agent slots: a task that waited in line for its slot, a task
 // refused one by its timeout, and the pool that served them (recorded while
-// it still ran).
+// it still ran). pause-* are paused and resumed tasks: one that met a
+// usage limit on an agent account and the one it paused with it
+// (e2e.TestAccountLimitPausesEveryTaskOnTheAccount), and one its budget
+// paused until it was raised (e2e.TestTaskBudgetPauseWaitsForBudgetSet);
+// PAUSE_WRITE_HISTORY=1 rewrites them.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "histories", "*.json"))
 	require.NoError(t, err)
