@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/accountapi"
@@ -167,4 +169,44 @@ func TestPausedTaskGivesItsSlotToTheNextInLine(t *testing.T) {
 	require.Equal(t, 1, phaseStarts(r, "SPA", resA.PlanName)["implement"])
 	v := r.Pool(pool)
 	require.Empty(t, v.Holders)
+}
+
+// `starter resume` of one task ends that task's pause only: it completes
+// while its account stays paused. `starter account resume` ends the
+// account's pause and every member's: the task that met the limit resumes
+// at once (and, its limit still there, meets it again).
+func TestAccountResumeEndsEveryPause(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	account := r.PoolName("acct-resume")
+	t.Cleanup(func() {
+		_ = r.Client.TerminateWorkflow(context.Background(), accountapi.WorkflowID(account), "", "test cleanup")
+	})
+	tuning := &workflows.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
+	r.Workspace("AR1")
+	r.Workspace("AR2")
+	r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "AR1", "Limited. [sim phase=implement delay=2s] [sim phase=test limit resets=10m]"),
+		Account: account, Tuning: tuning})
+	b := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "AR2", "Slow tests. [sim phase=test delay=6s]"), Account: account, Tuning: tuning})
+	require.Eventually(t, func() bool {
+		st, err := r.Status("AR2")
+		return err == nil && st.Pause != nil
+	}, 30*time.Second, 50*time.Millisecond, "the other task on the account must pause")
+
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "-task-queue", r.Queue, "resume", "AR2").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	res := r.Result(b)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	require.Equal(t, 1, phaseStarts(r, "AR2", res.PlanName)["implement"])
+	require.True(t, accountView(t, r, account).Paused, "one task's resume leaves the account paused")
+
+	out, err = exec.Command(bin, "-address", r.Server.Addr, "-task-queue", r.Queue, "account", "resume", "-account", account, "-reason", "limit raised").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "account "+account+": not paused")
+	require.Eventually(t, func() bool {
+		st, err := r.Status("AR1")
+		return err == nil && st.Pauses >= 2
+	}, 30*time.Second, 100*time.Millisecond, "the account's resume resumed the task that met the limit")
 }
