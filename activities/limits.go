@@ -193,7 +193,14 @@ func (d *delivery) judgeEvent(ctx context.Context, ev mapping.Event) {
 	if w.limit != nil {
 		return
 	}
-	if v := w.det.Text(ev.Error, time.Now()); v.Limited {
+	// The text was written when the event was: a printed time of day
+	// ("try again at 3:42 PM") is the next such time after that, not after
+	// this read, which may come later (a slow delivery, a resumed one).
+	seen := time.Now()
+	if at, err := time.Parse(time.RFC3339Nano, ev.TS); err == nil && at.Before(seen) {
+		seen = at
+	}
+	if v := w.det.Text(ev.Error, seen); v.Limited {
 		w.limit = &UsageLimit{Phase: ev.PhaseID, ResetAt: v.ResetAt, Source: v.Source, Text: v.Text, SeenAt: time.Now().UTC()}
 		w.interrupt(ctx)
 	}

@@ -92,3 +92,16 @@ func TestPhaseFailedErrorIsReadForALimit(t *testing.T) {
 	require.Equal(t, "test", d.limits.limit.Phase)
 	require.False(t, d.limits.limit.ResetAt.IsZero())
 }
+
+// A printed time of day is read against the event's own time: read a few
+// seconds late, "try again at" a moment already passed is that moment, not
+// the same time tomorrow.
+func TestPhaseFailedResetIsReadAtTheEventsTime(t *testing.T) {
+	d := &delivery{limits: &limitWatcher{det: limits.Default(), cursor: TranscriptCursor{}}}
+	written := time.Now().UTC().Add(-5 * time.Second).Truncate(time.Second)
+	reset := written.Add(2 * time.Second)
+	d.judgeEvent(context.Background(), mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "implement", TS: written.Format(time.RFC3339Nano),
+		Error: "You've hit your usage limit. Upgrade to Pro, or try again at " + reset.Format("3:04:05 PM") + " UTC."})
+	require.NotNil(t, d.limits.limit)
+	require.Equal(t, reset, d.limits.limit.ResetAt.UTC())
+}

@@ -17,6 +17,9 @@ const (
 	Warn Action = "warn"
 	// Block: no new work starts and the work under way is aborted.
 	Block Action = "block"
+	// Pause: the work under way is stopped gracefully and waits, its
+	// progress kept, until a person raises the budget or resumes it.
+	Pause Action = "pause"
 )
 
 // WarnAt is the share of a budget at which a warning is given.
@@ -38,8 +41,8 @@ func (b Budget) Validate() error {
 		return fmt.Errorf("budget: limitUsd: %v must be a positive amount", b.LimitUSD)
 	case b.LimitUSD > MaxLimitUSD:
 		return fmt.Errorf("budget: limitUsd: %v is more than %d", b.LimitUSD, MaxLimitUSD)
-	case b.Action != Warn && b.Action != Block:
-		return fmt.Errorf("budget: action: %q must be %q or %q", b.Action, Warn, Block)
+	case b.Action != Warn && b.Action != Block && b.Action != Pause:
+		return fmt.Errorf("budget: action: %q must be %q, %q or %q", b.Action, Warn, Block, Pause)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ func TestBudgetValidate(t *testing.T) {
 		{Budget{LimitUSD: -1, Action: Block}, "limitUsd: -1 must be a positive amount"},
 		{Budget{LimitUSD: math.NaN(), Action: Block}, "must be a positive amount"},
 		{Budget{LimitUSD: 1e9, Action: Block}, "limitUsd: 1e+09 is more than 100000"},
-		{Budget{LimitUSD: 1, Action: "stop"}, `action: "stop" must be "warn" or "block"`},
+		{Budget{LimitUSD: 1, Action: Pause}, ""},
+		{Budget{LimitUSD: 1, Action: "stop"}, `action: "stop" must be "warn", "block" or "pause"`},
 	} {
 		err := c.b.Validate()
 		if c.want == "" {

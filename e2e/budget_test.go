@@ -20,6 +20,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A run with a $0.50 block budget whose tasks cost $0.60 each: once the
@@ -106,4 +107,38 @@ func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 	stream, err := os.ReadFile(filepath.Join(r.WorkRoot, "events", "run-bud-warn.jsonl"))
 	require.NoError(t, err)
 	require.Contains(t, string(stream), `"source_type":"budget"`)
+}
+
+// A task budget with the action pause stops the task gracefully at 100 %
+// and waits; `starter budget set` (the budget signal) raises it and the
+// same plan completes as attempt 1, the phases that passed not run again.
+func TestTaskBudgetPauseWaitsForBudgetSet(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
+	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-pause", "Spend, then wait."),
+		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Pause}, Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+	var st workflows.Status
+	require.Eventually(t, func() bool {
+		s, err := r.Status("bud-pause")
+		st = s
+		return err == nil && s.Pause != nil
+	}, 60*time.Second, 100*time.Millisecond, "the budget must pause the task")
+	require.Equal(t, taskapi.PausedBudget, st.Pause.Reason)
+	require.Contains(t, st.Pause.Budget, "Budget exceeded")
+	require.Empty(t, r.LiveConductors(), "no conductor runs while the budget pauses the task")
+	time.Sleep(2 * time.Second)
+	st, err := r.Status("bud-pause")
+	require.NoError(t, err)
+	require.NotNil(t, st.Pause, "a budget pause has no end of its own")
+
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "budget", "set", "-budget", "5", "bud-pause").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	res := r.Result(run)
+	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	starts := phaseStarts(r, "bud-pause", res.PlanName)
+	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
+	require.Equal(t, "completed", r.FileStatus("bud-pause")["status"])
+	keepTaskHistory(t, r, "bud-pause", "PAUSE_WRITE_HISTORY", "pause-budget.json")
 }

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
@@ -49,22 +47,12 @@ func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, wo
 	return r, hook, r.Result(run), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 }
 
-// replayStall replays the task's history from memory and through the
-// SDK's JSON history format; STALL_WRITE_HISTORY=1 keeps it with the
-// recorded histories as stall-<name>.json.
+// replayStall replays the task's history on the current code;
+// STALL_WRITE_HISTORY=1 keeps it with the recorded histories as
+// stall-<name>.json.
 func replayStall(t *testing.T, r *testrig.Rig, id, name string) {
-	h := r.History(id)
-	require.NoError(t, testrig.Replay(h), "replay from memory")
-	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "stall-"+name+".json")
-	if os.Getenv("STALL_WRITE_HISTORY") == "1" {
-		path = filepath.Join("..", "workflows", "testdata", "histories", "stall-"+name+".json")
-	}
-	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
-	rep := worker.NewWorkflowReplayer()
-	workflows.Register(rep)
-	require.NoError(t, rep.ReplayWorkflowHistoryFromJSONFile(nil, path), "replay from %s", path)
+	t.Helper()
+	keepTaskHistory(t, r, id, "STALL_WRITE_HISTORY", "stall-"+name+".json")
 }
 
 func streamOf(t *testing.T, r *testrig.Rig, id string) string {

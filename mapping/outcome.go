@@ -56,6 +56,9 @@ const (
 	DispatchDispatching DispatchState = "dispatching"
 	DispatchCompleted   DispatchState = "completed"
 	DispatchFailed      DispatchState = "failed"
+	// DispatchPaused: the task waits (a usage limit, its budget); its
+	// status in karvi stays in_progress.
+	DispatchPaused DispatchState = "paused"
 )
 
 // ConductorState is the part of state.json the outcome needs. Unknown fields

@@ -40,3 +40,21 @@ func TestTaskPausesOnAUsageLimitAndResumes(t *testing.T) {
 		t.Fatalf("resume of a running task: %v, want ErrTransition", err)
 	}
 }
+
+// A task's own budget with the action pause pauses it too.
+func TestTaskPausesForItsBudget(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := New(parseRun(t, testRun), at)
+	if err := s.Start(at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskStarted("a", "", at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PauseTask("a", PausedBudget, at); err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Tasks["a"]; a.Status != TaskPaused || a.PausedReason != PausedBudget {
+		t.Fatalf("a = %+v", a)
+	}
+}

@@ -614,8 +614,9 @@ func taskError(id, op string, st TaskState) error {
 	return fmt.Errorf("task %s: cannot %s: it is %s: %w", id, op, st, ErrTransition)
 }
 
-// PauseTask records that a running task paused by itself for reason (only
-// PausedUsageLimit: its agent's account is out of usage until a reset). Its
+// PauseTask records that a running task paused by itself for reason
+// (PausedUsageLimit: its agent's account is out of usage until a reset;
+// PausedBudget: its own budget is spent until a person raises it). Its
 // conductor is stopped meanwhile and its dependents wait; ResumeTask
 // records that it runs again.
 func (s *Status) PauseTask(id string, reason PausedReason, at time.Time) error {
@@ -623,8 +624,8 @@ func (s *Status) PauseTask(id string, reason PausedReason, at time.Time) error {
 	if err != nil {
 		return err
 	}
-	if reason != PausedUsageLimit {
-		return fmt.Errorf("task %s: cannot pause for %q: only %s pauses a running task: %w", id, reason, PausedUsageLimit, ErrTransition)
+	if reason != PausedUsageLimit && reason != PausedBudget {
+		return fmt.Errorf("task %s: cannot pause for %q: only %s or %s pauses a running task: %w", id, reason, PausedUsageLimit, PausedBudget, ErrTransition)
 	}
 	if t.Status != TaskRunning {
 		return taskError(id, "pause", t.Status)

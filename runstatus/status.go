@@ -73,6 +73,9 @@ const (
 	PausedUsageLimit PausedReason = "usage_limit"
 	PausedStall      PausedReason = "stall"
 	PausedManual     PausedReason = "manual"
+	// PausedBudget: the task's own budget, with the action pause, is spent
+	// until a person raises it.
+	PausedBudget PausedReason = "budget"
 )
 
 // Status is the status.json document of a run. Fields that do not apply

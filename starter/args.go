@@ -57,6 +57,8 @@ type options struct {
 	checkEvery    time.Duration
 	sched         scheduleOptions
 	board         string
+	// account: the agent account of a task, or the one to show or resume.
+	account string
 }
 
 func followFlag(fs *flag.FlagSet, o *options) {
@@ -89,10 +91,18 @@ var commands = []*command{
 	{name: "run status", run: withClient(runStatusCmd), arg: "<slug>", summary: "where a run stands: tasks, graph, blockers (-json: status.json)",
 		flags: runStatusFlags},
 	{name: "start", run: withClient(startCmd), arg: "<dispatch.json|->", summary: "start the task's workflow",
-		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); budgetFlags(fs, o); taskPoolFlags(fs, o) }},
+		flags: func(fs *flag.FlagSet, o *options) {
+			followFlag(fs, o)
+			budgetFlags(fs, o)
+			taskPoolFlags(fs, o)
+			fs.StringVar(&o.account, "account", "", "agent `account` the task's conductors use: a usage limit pauses every task on it (default: the -pool's name, else none)")
+		}},
 	{name: "cost", run: withClient(costCmd), arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", run: withClient(abortCmd), arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},
-	{name: "resume", run: withClient(resumeCmd), arg: "<taskId>", summary: "end a task's pause (a usage limit) now (signal resume)", flags: reasonFlag},
+	{name: "resume", run: withClient(resumeCmd), arg: "<taskId>", summary: "end a task's pause (a usage limit, its budget) now (signal resume); its account stays paused", flags: reasonFlag},
+	{name: "budget set", run: withClient(budgetSetCmd), arg: "<taskId>", summary: "set a running task's budget; a task paused for its budget resumes once it is not spent", flags: budgetSetFlags},
+	{name: "account", run: withClient(accountCmd), noArg: true, summary: "an agent account: paused until when, by which task, its member tasks", flags: func(fs *flag.FlagSet, o *options) { accountFlag(fs, o); jsonOnlyFlag(fs, o) }},
+	{name: "account resume", run: withClient(accountResumeCmd), noArg: true, summary: "end an agent account's pause now: every task paused for it resumes", flags: func(fs *flag.FlagSet, o *options) { accountFlag(fs, o); reasonFlag(fs, o); jsonOnlyFlag(fs, o) }},
 	{name: "redispatch", run: withClient(redispatchCmd), arg: "<taskId>", summary: "new attempt (signal; starts a new run if the workflow closed)",
 		flags: func(fs *flag.FlagSet, o *options) { followFlag(fs, o); reasonFlag(fs, o); taskPoolFlags(fs, o) }},
 	{name: "status", run: withClient(statusCmd), arg: "<taskId>", summary: "query status (JSON)"},
@@ -132,7 +142,7 @@ func eventsFlags(fs *flag.FlagSet, o *options) {
 
 func budgetFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.budgetUSD, "budget", 0, "spending limit in `USD`: a warning at 80 %, the budget action at 100 % (0: none)")
-	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more) or warn")
+	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more), warn, or pause (a task: wait for starter budget set or resume)")
 }
 
 func jsonOnlyFlag(fs *flag.FlagSet, o *options) {

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountapi"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -34,7 +35,12 @@ func startCmd(e *env, cl client.Client) error {
 	if err != nil {
 		return err
 	}
-	if err := start(e.ctx, cl, e.queue, taskapi.TaskInput{Dispatch: d, Budget: budget, Slots: slotRequest(o)}, e.stdout); err != nil {
+	if o.account != "" {
+		if err := accountapi.ValidName(o.account); err != nil {
+			return &usageError{msg: err.Error()}
+		}
+	}
+	if err := start(e.ctx, cl, e.queue, taskapi.TaskInput{Dispatch: d, Budget: budget, Slots: slotRequest(o), Account: o.account}, e.stdout); err != nil {
 		return err
 	}
 	if o.follow {

@@ -13,6 +13,7 @@ const (
 	SignalRedispatch = taskapi.SignalRedispatch
 	SignalNote       = taskapi.SignalNote
 	SignalResume     = taskapi.SignalResume
+	SignalBudget     = taskapi.SignalBudget
 	QueryBrief       = taskapi.QueryBrief
 	QueryStatus      = taskapi.QueryStatus
 	QueryCost        = taskapi.QueryCost

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -129,6 +130,7 @@ func (r *taskRun) reportSpend() {
 // attempt ends blocked, "Budget exceeded ($X spent of $Y)".
 func (r *taskRun) checkTaskBudget() (bool, error) {
 	b := &r.st.Budget
+	r.takeBudgetSignals()
 	if b.Budget == nil {
 		return false, nil
 	}
@@ -148,6 +150,9 @@ func (r *taskRun) checkTaskBudget() (bool, error) {
 			Detail: b.Budget.ExceededMessage(total) + " (budget action warn: the task goes on)"})
 		r.applyNotes()
 		return false, nil
+	}
+	if b.Budget.Action == costs.Pause {
+		return r.pauseForBudget(total)
 	}
 	r.log.Warn("task budget spent: stopping the conductor", "spent", total, "limit", b.Budget.LimitUSD)
 	completed, err := r.stopConductor()
@@ -189,4 +194,82 @@ func (r *taskRun) cost() taskapi.Cost {
 		c.Level = b.Level(sum.TotalUSD).String()
 	}
 	return c
+}
+
+// pauseForBudget stops the conductor gracefully and pauses the task, with
+// no end of its own: a raised budget (starter budget set) or a resume
+// signal ends it, and the same plan goes on with its passed phases kept.
+func (r *taskRun) pauseForBudget(total float64) (bool, error) {
+	b := &r.st.Budget
+	a := &r.st.Current
+	r.log.Warn("task budget spent: pausing the task", "spent", total, "limit", b.Budget.LimitUSD)
+	if lost, err := r.interruptAndDrain("budget spent"); lost || err != nil {
+		return lost, err
+	}
+	if a.Outcome != nil && a.Outcome.TaskStatus == mapping.TaskCompleted {
+		a.Stage = StageFinish // the plan finished before it could be stopped
+		return true, nil
+	}
+	a.Outcome, a.Conductor, a.Drained, a.FinalState, a.Stopped = nil, nil, false, nil, false
+	r.st.Pauses++
+	r.enterPause(&taskapi.Pause{Reason: taskapi.PausedBudget, Phase: r.currentPhase(),
+		Since: workflow.Now(r.ctx), Count: r.st.Pauses, Budget: b.Budget.ExceededMessage(r.taskSpent())})
+	return true, nil
+}
+
+// takeBudgetSignals applies the budgets set so far, without blocking.
+func (r *taskRun) takeBudgetSignals() {
+	ch := workflow.GetSignalChannel(r.ctx, SignalBudget)
+	for {
+		var s taskapi.BudgetSignal
+		if !ch.ReceiveAsync(&s) {
+			return
+		}
+		r.setBudget(s)
+	}
+}
+
+// setBudget takes a new budget: the level is where the task's spending
+// stands against it, so a raised budget warns or acts again when reached.
+// A bad one is logged and ignored (the starter checks it first).
+func (r *taskRun) setBudget(s taskapi.BudgetSignal) {
+	b := &r.st.Budget
+	nb := costs.Budget{LimitUSD: s.LimitUSD, Action: s.Action}
+	if nb.Action == "" {
+		nb.Action = costs.Block
+		if b.Budget != nil {
+			nb.Action = b.Budget.Action
+		}
+	}
+	if err := nb.Validate(); err != nil {
+		r.log.Warn("budget signal ignored", "error", err)
+		return
+	}
+	b.Budget = &nb
+	b.Level = min(b.Level, nb.Level(r.taskSpent()))
+	r.log.Info("task budget set", "limit", nb.LimitUSD, "action", nb.Action, "spent", r.taskSpent())
+	r.showDetails()
+}
+
+// budgetRaised is why a budget pause ends, "" while the budget is spent.
+func (r *taskRun) budgetRaised() string {
+	b := r.st.Budget.Budget
+	if p := r.st.Pause; p == nil || p.Reason != taskapi.PausedBudget || b == nil {
+		return ""
+	}
+	if total := r.taskSpent(); b.Level(total) < costs.Spent {
+		return fmt.Sprintf("budget raised to $%.2f ($%.2f spent)", b.LimitUSD, total)
+	}
+	return ""
+}
+
+// addBudgetReceivers: a pause also hears of a new budget; a budget pause
+// ends when the budget is no longer spent.
+func (r *taskRun) addBudgetReceivers(sel workflow.Selector, reason *string) {
+	sel.AddReceive(workflow.GetSignalChannel(r.ctx, SignalBudget), func(c workflow.ReceiveChannel, _ bool) {
+		var s taskapi.BudgetSignal
+		c.Receive(r.ctx, &s)
+		r.setBudget(s)
+		*reason = r.budgetRaised()
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountapi"
 )
 
 // An attempt as it runs today: one activity starts it, then the delivering
@@ -23,11 +24,22 @@ import (
 // the workflow learns of the first phase promptly and a signal that came
 // meanwhile waits at most that long.
 func (r *taskRun) startAttempt() error {
+	a := &r.st.Current
+	if r.accountOn && !a.AccountChecked {
+		// No attempt starts while its agent account is paused.
+		return r.checkAccount()
+	}
 	if r.needsSlot() {
 		// No conductor starts before the pool grants the attempt a slot.
 		return r.acquireSlot()
 	}
-	a := &r.st.Current
+	if r.accountOn {
+		if n := r.takeAccountNotice(); n != nil {
+			// The account paused while the attempt waited for its slot.
+			r.holdForAccount(*n)
+			return nil
+		}
+	}
 	var res activities.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	r.stepAttemptStarted()
@@ -92,10 +104,24 @@ func (r *taskRun) deliver() error {
 	req := r.deliverRequest(wait)
 	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, tailSummary("deliver", a))), acts.DeliverEvents, req)
 	signalled := false
-	for !fut.IsReady() && !signalled {
+	// account: another task on the agent account met a usage limit.
+	var account *accountapi.Notice
+	if r.accountOn {
+		account = r.takeAccountNotice()
+	}
+	for !fut.IsReady() && !signalled && account == nil {
 		sel := workflow.NewSelector(r.ctx)
 		sel.AddFuture(fut, func(workflow.Future) {})
 		r.addSignalReceivers(sel)
+		if r.accountOn {
+			sel.AddReceive(r.accountCh, func(c workflow.ReceiveChannel, _ bool) {
+				var n accountapi.Notice
+				c.Receive(r.ctx, &n)
+				if !n.Resume && n.Until.After(workflow.Now(r.ctx)) {
+					account = &n
+				}
+			})
+		}
 		sel.Select(r.ctx)
 		signalled = r.st.Signals.PendingAbort || r.st.Signals.PendingRedispatch
 	}
@@ -103,6 +129,15 @@ func (r *taskRun) deliver() error {
 		// A host lost meanwhile fails the delivery under way too.
 		if err := r.abortConductor(); err != nil && !isHostLost(err) {
 			return err
+		}
+	} else if account != nil && !fut.IsReady() {
+		// SIGINT at once: the phase under way goes back to pending, the
+		// delivery sees the conductor gone and reads its log to the end.
+		stop := fmt.Sprintf("interrupt conductor %s (usage limit on account %s)", a.PlanName(), account.Account)
+		err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
+			activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+		if err != nil && !isHostLost(err) {
+			return fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
 		}
 	}
 	var res activities.DeliverResult
@@ -123,6 +158,11 @@ func (r *taskRun) deliver() error {
 		// a completion that came first; a redispatch starts anew.
 		return nil
 	}
+	if account != nil && res.Limit == nil && (a.Outcome == nil || a.Outcome.TaskStatus != mapping.TaskCompleted) {
+		res.Limit = &activities.UsageLimit{Phase: r.currentPhase(), ResetAt: account.ResetAt,
+			Source: account.Source, Text: account.Text}
+		return r.pauseOnLimit(res, account)
+	}
 	return r.afterCheckpoint(res)
 }
 
@@ -132,7 +172,7 @@ func (r *taskRun) deliver() error {
 func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 	a := &r.st.Current
 	if r.limitsOn && res.Limit != nil {
-		return r.pauseOnLimit(res)
+		return r.pauseOnLimit(res, nil)
 	}
 	if ended, err := r.onStall(res); ended || err != nil {
 		return err

@@ -119,7 +119,17 @@ func stageWords(s Stage) string {
 
 // pauseWords says why the task waits and until when.
 func pauseWords(p *taskapi.Pause) string {
+	if p.Reason == taskapi.PausedBudget {
+		return fmt.Sprintf("**paused** (budget) in phase %s: %s · `starter budget set` or `starter resume` ends it", p.Phase, p.Budget)
+	}
 	s := fmt.Sprintf("**paused** (%s) in phase %s until %s UTC", p.Reason, p.Phase, p.Until.UTC().Format("2006-01-02 15:04:05"))
+	if p.Account != "" {
+		s += fmt.Sprintf(" (account %s", p.Account)
+		if p.By != "" {
+			s += ", met by task " + p.By
+		}
+		s += ")"
+	}
 	if p.Text != "" {
 		s += ": " + oneLine(p.Text, noteRunes)
 	}

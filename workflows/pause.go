@@ -10,6 +10,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountapi"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -28,39 +29,15 @@ import (
 const versionUsageLimits = 3
 
 // pauseOnLimit stops what is left of the conductor, delivers its log to
-// the end, and pauses the task until the limit's reset.
-func (r *taskRun) pauseOnLimit(res activities.DeliverResult) error {
+// the end, and pauses the task until the limit's reset. from is the
+// account's notice when another task on the same account met the limit
+// (pause_account.go); nil when this task's agent met it.
+func (r *taskRun) pauseOnLimit(res activities.DeliverResult, from *accountapi.Notice) error {
 	a := &r.st.Current
 	lim := *res.Limit
-	if !res.Exited && a.Conductor != nil {
-		stop := fmt.Sprintf("interrupt conductor %s (usage limit)", a.PlanName())
-		err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
-			activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
-		if isHostLost(err) {
-			r.loseHost()
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
-		}
-		// Its log to the end: the interrupted phase's failure and whatever
-		// came before it.
-		for range maxDrains {
-			var dr activities.DeliverResult
-			req := r.deliverRequest(0)
-			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
-			if isHostLost(err) {
-				r.loseHost()
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
-			}
-			r.streamStored(req.Stream)
-			r.checkpoint(dr)
-			if dr.Exited {
-				break
-			}
+	if !res.Exited {
+		if lost, err := r.interruptAndDrain("usage limit"); lost || err != nil {
+			return err
 		}
 	}
 	// Whatever the conductor made of the limited attempt (blocked after
@@ -83,51 +60,145 @@ func (r *taskRun) pauseOnLimit(res activities.DeliverResult) error {
 			until = now
 		}
 	}
-	r.st.Pause = &taskapi.Pause{
+	p := &taskapi.Pause{
 		Reason: taskapi.PausedUsageLimit, Phase: lim.Phase, Since: now, Until: until,
 		ResetAt: lim.ResetAt, Source: lim.Source, Text: lim.Text, Count: r.st.Pauses,
 	}
+	if from != nil {
+		p.Until, p.Account, p.By = from.Until, r.accountKey(), from.By
+	}
+	r.enterPause(p)
+	if from == nil {
+		r.reportLimit(p)
+	}
+	return nil
+}
+
+// interruptAndDrain stops the conductor with SIGINT, its graceful stop,
+// and delivers its log to the end. lost: the host was lost meanwhile (the
+// attempt is given up).
+func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
+	a := &r.st.Current
+	if a.Conductor == nil {
+		return false, nil
+	}
+	stop := fmt.Sprintf("interrupt conductor %s (%s)", a.PlanName(), why)
+	err = workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
+		activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+	if isHostLost(err) {
+		r.loseHost()
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
+	}
+	// Its log to the end: the interrupted phase's failure and whatever
+	// came before it.
+	for range maxDrains {
+		var dr activities.DeliverResult
+		req := r.deliverRequest(0)
+		err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
+		if isHostLost(err) {
+			r.loseHost()
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)
+		}
+		r.streamStored(req.Stream)
+		r.checkpoint(dr)
+		if dr.Exited {
+			break
+		}
+	}
+	return false, nil
+}
+
+// enterPause records the pause and tells everyone who watches: the log,
+// the canonical stream, the webhook, the run, the brief. A paused attempt
+// gives its agent slot back.
+func (r *taskRun) enterPause(p *taskapi.Pause) {
+	a := &r.st.Current
+	r.st.Pause = p
+	// Paused from here on: a status query never shows the pause with the
+	// attempt still running.
+	a.Stage = StagePaused
 	// A resume signal sent before this pause does not end it.
 	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
 	var stale ResumeSignal
 	for resumeCh.ReceiveAsync(&stale) {
 	}
-	r.log.Warn("usage limit: task paused", "phase", lim.Phase, "source", lim.Source,
-		"resetAt", lim.ResetAt, "until", until)
-	r.step(canonical.Step{Kind: canonical.StepPhasePaused, Phase: lim.Phase})
-	r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused",
-		Reason: fmt.Sprintf("usage limit in phase %s (%s), resumes at %s", lim.Phase, lim.Source, until.UTC().Format(time.RFC3339))})
-	r.notify("paused", fmt.Sprintf("usage limit in phase %s", lim.Phase), lim.ResetAt,
-		map[string]string{"source": lim.Source, "phase": lim.Phase, "text": lim.Text, "until": until.UTC().Format(time.RFC3339)})
-	r.tellRun(true, now)
-	r.briefNote("paused", fmt.Sprintf("usage limit in phase %s, resumes at %s", lim.Phase, until.UTC().Format("15:04:05 UTC")))
-	a.Stage = StagePaused
+	until := p.Until.UTC()
+	what := fmt.Sprintf("usage limit in phase %s%s", p.Phase, accountWords(p))
+	when := "resumes at " + until.Format("15:04:05 UTC")
+	if p.Reason == taskapi.PausedBudget {
+		what, when = p.Budget, "until the budget is raised or the task resumed"
+	}
+	r.log.Warn("task paused", "reason", p.Reason, "phase", p.Phase, "source", p.Source,
+		"resetAt", p.ResetAt, "until", until, "account", p.Account, "by", p.By)
+	if p.Phase != "" {
+		r.step(canonical.Step{Kind: canonical.StepPhasePaused, Phase: p.Phase})
+	}
+	if p.Reason == taskapi.PausedBudget {
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused", Reason: what + ", " + when})
+	} else {
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: "paused",
+			Reason: fmt.Sprintf("usage limit in phase %s (%s)%s, resumes at %s", p.Phase, p.Source, accountWords(p), until.Format(time.RFC3339))})
+	}
+	details := map[string]string{"source": p.Source, "phase": p.Phase, "text": p.Text}
+	if !p.Until.IsZero() {
+		details["until"] = until.Format(time.RFC3339)
+	}
+	if p.Account != "" {
+		details["account"], details["by"] = p.Account, p.By
+	}
+	r.notify("paused", what, p.ResetAt, details)
+	r.tellRun(true, p.Since)
+	r.briefNote("paused", what+", "+when)
+	r.pauseStatus(mapping.DispatchPaused, "paused: "+what+", "+when)
+	r.giveSlotBack()
 	r.upsertSearch()
 	r.showDetails()
-	return nil
 }
 
 // maxDrains bounds the deliveries that read a stopped conductor's log to
 // its end (each carries at most a bounded number of bytes).
 const maxDrains = 20
 
-// paused waits for the pause to end: its timer, a resume signal, or an
-// abort or redispatch, which the loop then acts on.
+// paused waits for the pause to end: its timer, a resume signal, the
+// account's resume, or an abort or redispatch, which the loop then acts
+// on. An account's later pause extends the wait. A pause without an end
+// (a budget's) waits for a resume or a raised budget. Once it ends, an
+// attempt that gave its slot back takes one again before it resumes.
 func (r *taskRun) paused() error {
 	p := r.st.Pause
 	if p == nil {
 		// A state without its pause cannot wait for anything: continue.
 		return r.resume("no pause recorded")
 	}
+	if p.Ended != "" {
+		return r.resumeWithSlot(p.Ended)
+	}
 	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
-	tctx, cancel := workflow.WithCancel(r.ctx)
-	defer cancel()
-	reason := ""
-	if wait := p.Until.Sub(workflow.Now(r.ctx)); wait > 0 {
-		timer := workflow.NewTimer(tctx, wait)
-		for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
+	reason := r.budgetRaised()
+	for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
+		var timer workflow.Future
+		if !p.Until.IsZero() {
+			wait := p.Until.Sub(workflow.Now(r.ctx))
+			if wait <= 0 {
+				reason = "the limit's reset passed"
+				break
+			}
+			tctx, cancel := workflow.WithCancel(r.ctx)
+			defer cancel()
+			timer = workflow.NewTimer(tctx, wait)
+		}
+		extended := false
+		for !extended && reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 			sel := workflow.NewSelector(r.ctx)
-			sel.AddFuture(timer, func(workflow.Future) { reason = "the limit's reset passed" })
+			if timer != nil {
+				sel.AddFuture(timer, func(workflow.Future) { reason = "the limit's reset passed" })
+			}
 			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
 				var s ResumeSignal
 				c.Receive(r.ctx, &s)
@@ -137,10 +208,27 @@ func (r *taskRun) paused() error {
 				}
 			})
 			r.addSignalReceivers(sel)
+			if r.accountOn {
+				sel.AddReceive(r.accountCh, func(c workflow.ReceiveChannel, _ bool) {
+					var n accountapi.Notice
+					c.Receive(r.ctx, &n)
+					switch {
+					case n.Resume:
+						reason = "account " + n.Account + " resumed"
+						if n.Reason != "" {
+							reason += ": " + n.Reason
+						}
+					case p.Until.IsZero() || n.Until.After(p.Until):
+						p.Until = n.Until
+						extended = true
+						r.log.Info("account pause extends the task's", "account", n.Account, "until", n.Until)
+						r.showDetails()
+					}
+				})
+			}
+			r.addBudgetReceivers(sel, &reason)
 			sel.Select(r.ctx)
 		}
-	} else {
-		reason = "the limit's reset passed"
 	}
 	if reason == "" {
 		// An abort or redispatch: the loop acts on it; there is no
@@ -148,13 +236,40 @@ func (r *taskRun) paused() error {
 		r.st.Pause = nil
 		return nil
 	}
-	return r.resume(reason)
+	return r.resumeWithSlot(reason)
 }
 
-// resume continues the paused attempt's plan with a new conductor run.
+// resumeWithSlot resumes, once the attempt holds an agent slot again if
+// it gave its own back: a wait in line keeps the pause (ended) until the
+// pool grants the slot.
+func (r *taskRun) resumeWithSlot(why string) error {
+	if r.accountOn && r.st.Current.Plan != nil && r.needsSlot() {
+		r.st.Pause.Ended = why
+		if err := r.acquireSlot(); err != nil {
+			return err
+		}
+		if r.needsSlot() || r.st.Current.Outcome != nil {
+			r.st.Pause = nil
+			return nil // a signal came, or the pool refused: the loop acts on it
+		}
+	}
+	return r.resume(why)
+}
+
+// resume continues the paused attempt's plan with a new conductor run; an
+// attempt held before it started goes on to start.
 func (r *taskRun) resume(why string) error {
 	a := &r.st.Current
 	r.st.Pause = nil
+	if r.accountOn && a.Plan == nil {
+		a.Stage = StagePrepare
+		r.step(canonical.Step{Kind: canonical.StepNote, Status: "resumed", Reason: why})
+		r.tellRun(false, workflow.Now(r.ctx))
+		r.notify("resumed", why, time.Time{}, nil)
+		r.upsertSearch()
+		r.showDetails()
+		return nil
+	}
 	a.Resumes++
 	var res activities.ResumeResult
 	summary := fmt.Sprintf("resume %s after a pause (%d)", a.PlanName(), a.Resumes)
@@ -179,9 +294,27 @@ func (r *taskRun) resume(why string) error {
 	r.tellRun(false, workflow.Now(r.ctx))
 	r.notify("resumed", why, time.Time{}, map[string]string{"plan": a.PlanName()})
 	r.briefNote("resumed", why)
+	r.pauseStatus(mapping.DispatchDispatching, "resumed: "+why)
 	r.upsertSearch()
 	r.showDetails()
 	return nil
+}
+
+// versionPauseStatus names the change that tells karvi of a pause and a
+// resume through the task's result.
+const versionPauseStatus = "pause-status"
+
+// pauseStatus tells karvi the task paused or resumed: the status stays
+// what it is (in progress: a pause is no failure), the task's result says
+// why and until when. A refusal is logged: the pause goes on.
+func (r *taskRun) pauseStatus(state mapping.DispatchState, summary string) {
+	if r.st.TaskStatus == "" || workflow.GetVersion(r.ctx, versionPauseStatus, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	u := activities.TaskStatusUpdate{Status: r.st.TaskStatus, DispatchState: state, Reason: summary}
+	if err := r.setStatus(u); err != nil {
+		r.log.Warn("pause not shown in the sink", "error", err)
+	}
 }
 
 // briefNote adds a line of the runtime's own to the brief's log.
@@ -223,6 +356,9 @@ func (r *taskRun) tellRun(paused bool, at time.Time) {
 	p := runapi.TaskPause{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Paused: paused, At: at.UTC()}
 	if paused {
 		p.Reason = taskapi.PausedUsageLimit
+		if r.st.Pause != nil && r.st.Pause.Reason != "" {
+			p.Reason = r.st.Pause.Reason
+		}
 	}
 	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskPause, p).Get(r.ctx, nil); err != nil {
 		r.log.Warn("pause not reported to the run", "error", err)

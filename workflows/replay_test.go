@@ -33,9 +33,14 @@ import (
 // it still ran). stall-* are tasks whose phase stalled, one per action
 // (warn, redispatch, abort; e2e.TestStall* records them with
 // STALL_WRITE_HISTORY=1).
-// it still ran). notify-* are a task that ended blocked and a run that
+// notify-* are a task that ended blocked and a run that
 // ended, each telling the webhook (e2e.TestWebhookHearsBlockedAndRunEndedOnce
 // records them, NOTIFY_WRITE_HISTORY=1).
+// pause-* are paused and resumed tasks: one that met a
+// usage limit on an agent account and the one it paused with it
+// (e2e.TestAccountLimitPausesEveryTaskOnTheAccount), and one its budget
+// paused until it was raised (e2e.TestTaskBudgetPauseWaitsForBudgetSet);
+// PAUSE_WRITE_HISTORY=1 rewrites them.
 func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }

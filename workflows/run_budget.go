@@ -125,5 +125,8 @@ func budgetError(b *costs.Budget) error {
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	if b.Action == costs.Pause {
+		return fmt.Errorf("run: budget: action: %q is for a task's budget; a run's is %q or %q", b.Action, costs.Warn, costs.Block)
+	}
 	return nil
 }

@@ -60,7 +60,13 @@ func (r *taskRun) needsSlot() bool {
 }
 
 func (r *taskRun) slotKey() slots.Key {
-	return slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Chain: r.st.Current.Nonce}
+	k := slots.Key{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Chain: r.st.Current.Nonce}
+	if n := r.st.Current.SlotRound; n > 0 {
+		// The slot taken again after a pause is a key of its own: the
+		// pool answers a released key "released".
+		k.Chain = fmt.Sprintf("%s.p%d", k.Chain, n)
+	}
+	return k
 }
 
 // acquireSlot asks the pool for the attempt's slot, then waits in line if

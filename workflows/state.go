@@ -48,6 +48,10 @@ type State struct {
 	Pauses int            `json:"pauses,omitempty"`
 	// Stalls counts the task's stalls, over its attempts (stall.go).
 	Stalls int `json:"stalls,omitempty"`
+	// Account is the agent account the task's conductors run on, as the
+	// task was started with it (pause_account.go); empty: the slot pool's
+	// name, or none.
+	Account string `json:"account,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so
@@ -99,6 +103,15 @@ type Attempt struct {
 	// transcript line); Stall the stall under way, nil for none (stall.go).
 	ProgressAt time.Time      `json:"progressAt,omitzero"`
 	Stall      *taskapi.Stall `json:"stall,omitempty"`
+	// AccountChecked: the attempt asked its agent account whether it is
+	// paused before starting (pause_account.go).
+	AccountChecked bool `json:"accountChecked,omitempty"`
+	// AccountJoined: the account took the task as a member; it is told
+	// when the attempt ends.
+	AccountJoined bool `json:"accountJoined,omitempty"`
+	// SlotRound counts the slots the attempt gave back during a pause: the
+	// next one is asked for under a key of its own.
+	SlotRound int `json:"slotRound,omitempty"`
 }
 
 // newAttempt is attempt n, about to prepare its plan.

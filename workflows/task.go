@@ -13,6 +13,7 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -61,6 +62,10 @@ type taskRun struct {
 	// limitsOn: deliveries follow the transcripts, and a usage limit
 	// pauses the task (pause.go).
 	limitsOn bool
+	// accountOn: the task shares its agent account's pauses, and gives its
+	// slot back while paused (pause_account.go).
+	accountOn bool
+	accountCh workflow.ReceiveChannel
 	// searchPhase and searchPlan remember what was last upserted, so search
 	// attributes are only written when they change.
 	searchPhase, searchPlan string
@@ -97,6 +102,12 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 	if err := validSlotRequest(in.Slots); err != nil {
 		return nil, err
 	}
+	if in.Account != "" {
+		if err := accountapi.ValidName(in.Account); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("invalid account: %v", err), activities.ErrInvalidDispatch, err)
+		}
+	}
 	attempt := in.Attempt
 	if attempt < 1 {
 		attempt = 1
@@ -111,6 +122,7 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 		Dispatch: in.Dispatch,
 		Tuning:   in.Tuning,
 		Slots:    in.Slots,
+		Account:  in.Account,
 		Current:  newAttempt(attempt, workflow.Now(ctx)),
 		Budget:   BudgetState{Budget: in.Budget, ReportSpend: in.ReportSpend},
 	}
@@ -171,6 +183,7 @@ func (r *taskRun) run() (Result, error) {
 		r.st.Stream = nil // the earlier path writes no stream
 	}
 	r.slotsOn = r.useSlots()
+	r.accountOn = r.useAccount()
 	r.listenForNotes()
 	for {
 		r.drainSignals()
@@ -210,7 +223,10 @@ func (r *taskRun) run() (Result, error) {
 		r.showDetails()
 		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
-			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
+			// An account's notice is acted on first: a signal does not
+			// cross continue-as-new.
+			noticed := r.accountOn && r.accountCh.Len() > 0
+			if !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch && !noticed {
 				r.takeNotes() // the next run applies them
 				resume := r.st
 				resume.Polls = 0
@@ -339,6 +355,7 @@ func (r *taskRun) endAttempt(ended, lastError string) {
 	metrics.AttemptEnded(workflow.GetMetricsHandler(r.ctx), ended)
 	r.st.addFinished(r.st.Current.summary(ended, lastError, workflow.Now(r.ctx)))
 	r.releaseSlot(ended)
+	r.leaveAccount()
 }
 
 // addSignalReceivers makes sel note an abort or redispatch signal.

@@ -25,7 +25,12 @@ import (
 //     blocked with another reason.
 //   - the dispatch outcome, when DispatchState is completed or failed, as
 //     task.result = {summary, dispatch: {state, planId, planName,
-//     lastError}} through /update (WithDispatchResult(false) turns it off).
+//     lastError}} through /update (WithDispatchResult(false) turns it off);
+//     a pause the same way (state paused, the summary saying why and until
+//     when) while the status stays in_progress, and the resume (state
+//     dispatching with a reason) replacing it. A blocker would not do for
+//     a pause: /update cannot clear one, and karvi deletes blocked tasks
+//     after six hours.
 //   - task.dispatch itself is NOT written: karvi's /update ignores it, and
 //     the only route that could (POST /api/board) replaces the whole task
 //     plan, racing karvi's own writes. Nor is a non-terminal dispatch state
@@ -244,7 +249,7 @@ func (k *Karvi) SetStatus(ctx context.Context, taskID string, u StatusUpdate) er
 // resultFor is the task.result u's dispatch outcome writes, ok=false when
 // there is none to write or karvi holds it already (as task shows it).
 func (k *Karvi) resultFor(task karvi.Task, u StatusUpdate) (map[string]any, bool) {
-	if !k.dispatchResult || !terminalDispatch(u.DispatchState) {
+	if !k.dispatchResult || !writesResult(u) {
 		return nil, false
 	}
 	want := dispatchResult(u)

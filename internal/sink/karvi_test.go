@@ -289,3 +289,32 @@ func TestKarviSinkMeetsKarvisRules(t *testing.T) {
 		t.Fatalf("V1 is %s", tk.Status)
 	}
 }
+
+// A pause leaves the task in_progress (no failure, and karvi keeps it: it
+// deletes blocked tasks after six hours) and says why and until when in
+// the task's result; the resume replaces that result.
+func TestKarviPauseIsAResultNotABlocker(t *testing.T) {
+	fake, ks := karviSink(t, nil, karvifake.Task{ID: "T5", Status: "in_progress"})
+	ctx := context.Background()
+	paused := sink.StatusUpdate{Status: "in_progress", DispatchState: "paused", PlanName: "karvi-t5",
+		Reason: "paused: usage limit in phase test, resumes at 15:02:00 UTC"}
+	if err := ks.SetStatus(ctx, "T5", paused); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := fake.Task("T5")
+	if tk.Status != "in_progress" || tk.Blocker != nil || !strings.Contains(string(tk.Result), `"summary":"paused: usage limit in phase test, resumes at 15:02:00 UTC"`) ||
+		!strings.Contains(string(tk.Result), `"state":"paused"`) {
+		t.Fatalf("task %s blocker %+v result %s", tk.Status, tk.Blocker, tk.Result)
+	}
+	resumed := sink.StatusUpdate{Status: "in_progress", DispatchState: "dispatching", Reason: "resumed: the limit's reset passed"}
+	if err := ks.SetStatus(ctx, "T5", resumed); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ = fake.Task("T5")
+	if tk.Status != "in_progress" || !strings.Contains(string(tk.Result), `"state":"dispatching"`) {
+		t.Fatalf("after resume: %s %s", tk.Status, tk.Result)
+	}
+	if got := describe(fake.Writes("T5")); got != "update:result update:result" {
+		t.Fatalf("writes: %s", got)
+	}
+}

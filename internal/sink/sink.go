@@ -15,7 +15,9 @@ type StatusUpdate struct {
 	// Status is the karvi task status to reach: in_progress, completed,
 	// blocked or dispatched (any karvi status is accepted).
 	Status string
-	// Reason becomes task.blocker.reason when Status is blocked.
+	// Reason becomes task.blocker.reason when Status is blocked; for
+	// another status it is the summary of the result a pause or resume
+	// writes.
 	Reason string
 	// DispatchState is dispatch.state: dispatching, completed or failed;
 	// empty leaves the dispatch record alone.
@@ -66,6 +68,13 @@ func checkUpdate(op string, u StatusUpdate) error {
 		return badRequest(op, "status %q is not a karvi task status", u.Status)
 	}
 	return nil
+}
+
+// writesResult reports whether u's dispatch state is written as the task's
+// result: an ending, a pause, or a resume (dispatching with a reason).
+func writesResult(u StatusUpdate) bool {
+	return terminalDispatch(u.DispatchState) || u.DispatchState == "paused" ||
+		(u.DispatchState == "dispatching" && u.Reason != "")
 }
 
 // terminalDispatch reports whether a dispatch state ends the dispatch.

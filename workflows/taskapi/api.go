@@ -22,6 +22,9 @@ const (
 	SignalNote = "note"
 	// SignalResume ends a task's pause early (ResumeSignal).
 	SignalResume = "resume"
+	// SignalBudget sets the task's budget (BudgetSignal); a task paused
+	// for its budget resumes when the new one is not spent.
+	SignalBudget = "budget"
 	QueryBrief   = "brief"
 	QueryStatus  = "status"
 	// QueryCost answers what the task spent (Cost).
@@ -67,6 +70,11 @@ type TaskInput struct {
 	// slot pool before its conductor starts, and give it back when the
 	// attempt ends. Without it the task starts at once, as always.
 	Slots *SlotRequest `json:"slots,omitempty"`
+	// Account names the agent account the task's conductors use: a usage
+	// limit met by any task on the account pauses every task on it, and
+	// no new attempt starts on it until the reset. Empty: the slot pool's
+	// name when Slots is set, else the task shares no pause.
+	Account string `json:"account,omitempty"`
 	// Resume is the workflow's whole state, handed over by continue-as-new;
 	// empty on a fresh start. A client never sets it. It is kept as JSON
 	// here, so that clients do not link the worker's types; the workflow
@@ -192,10 +200,32 @@ type Pause struct {
 	Text   string `json:"text,omitempty"`
 	// Count is how many times the task paused, this pause included.
 	Count int `json:"count"`
+	// Account is the agent account when the pause is the account's: By
+	// is then the task whose agent met the limit (empty when it was this
+	// one).
+	Account string `json:"account,omitempty"`
+	By      string `json:"by,omitempty"`
+	// Budget is set when the task paused for its budget (PausedBudget):
+	// it resumes when the budget is raised or by a resume signal.
+	Budget string `json:"budget,omitempty"`
+	// Ended is why the pause ended while the task waits for an agent slot
+	// to resume with.
+	Ended string `json:"ended,omitempty"`
 }
 
 // PausedUsageLimit is the reason of a pause for an agent's usage limit.
 const PausedUsageLimit = "usage_limit"
+
+// PausedBudget is the reason of a pause for a spent budget whose action
+// is pause.
+const PausedBudget = "budget"
+
+// BudgetSignal is the payload of SignalBudget: the new limit, and the
+// action (empty: keep the budget's).
+type BudgetSignal struct {
+	LimitUSD float64      `json:"limitUsd"`
+	Action   costs.Action `json:"action,omitempty"`
+}
 
 const (
 	defaultTailWait     = 20 * time.Second

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/workflows/accountapi"
+	"karvi-edda-temporal/workflows/taskapi"
+)
+
+func accountFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.account, "account", "", "agent `account` (required)")
+}
+
+func accountCmd(e *env, cl client.Client) error {
+	o := e.inv.opts
+	if err := accountapi.ValidName(o.account); err != nil {
+		return &usageError{msg: err.Error()}
+	}
+	v, err := cl.QueryWorkflow(e.ctx, accountapi.WorkflowID(o.account), "", accountapi.QueryAccount)
+	if err != nil {
+		return fmt.Errorf("account %s: %w", o.account, err)
+	}
+	var view accountapi.View
+	if err := v.Get(&view); err != nil {
+		return fmt.Errorf("account %s: %w", o.account, err)
+	}
+	return printAccount(e.stdout, view, o.json)
+}
+
+func accountResumeCmd(e *env, cl client.Client) error {
+	o := e.inv.opts
+	if err := accountapi.ValidName(o.account); err != nil {
+		return &usageError{msg: err.Error()}
+	}
+	view, err := resumeAccount(e.ctx, cl, e.queue, o.account, o.reason)
+	if err != nil {
+		return err
+	}
+	return printAccount(e.stdout, view, o.json)
+}
+
+// resumeAccount ends the account's pause; every task paused for it
+// resumes.
+func resumeAccount(ctx context.Context, cl client.Client, taskQueue, account, reason string) (accountapi.View, error) {
+	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(accountapi.StartOptions(account, taskQueue),
+			accountapi.WorkflowName, accountapi.Input{Account: account}),
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   accountapi.WorkflowID(account),
+			UpdateName:   accountapi.UpdateResume,
+			Args:         []any{accountapi.ResumeRequest{Reason: reason}},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var view accountapi.View
+	if err == nil {
+		err = h.Get(ctx, &view)
+	}
+	if err != nil {
+		return view, fmt.Errorf("account %s: resume: %w", account, err)
+	}
+	return view, nil
+}
+
+func printAccount(w io.Writer, v accountapi.View, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	state := "not paused"
+	if v.Paused {
+		state = fmt.Sprintf("paused until %s UTC (usage limit met by task %s in phase %s)", v.PausedUntil.UTC().Format(time.DateTime), v.By, v.Phase)
+	}
+	fmt.Fprintf(w, "account %s: %s; %d pauses; members: %s\n", v.Account, state, v.Pauses, strings.Join(v.Members, " "))
+	return nil
+}
+
+func budgetSetFlags(fs *flag.FlagSet, o *options) {
+	fs.Float64Var(&o.budgetUSD, "budget", 0, "the task's new spending limit in `USD` (required)")
+	fs.StringVar(&o.budgetAction, "budget-action", "", "block, warn or pause (default: keep the task's)")
+}
+
+// budgetSetCmd sets a running task's budget; a task paused for its budget
+// resumes when the new one is not spent.
+func budgetSetCmd(e *env, cl client.Client) error {
+	o := e.inv.opts
+	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+	if b.Action == "" {
+		b.Action = costs.Warn // only to check the amount
+	}
+	if err := b.Validate(); err != nil {
+		return &usageError{msg: err.Error()}
+	}
+	return signalTask(e.ctx, cl, e.inv.arg, taskapi.SignalBudget,
+		taskapi.BudgetSignal{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, e.stdout)
+}
