@@ -39,8 +39,9 @@ type fakeConductor struct {
 	exitCode     int
 	// hang: TailEvents never returns events, only waits (testsuite time).
 	hang bool
-	// prepareAfter delays PreparePlan (testsuite time).
-	prepareAfter time.Duration
+	// prepareAfter delays PreparePlan (testsuite time); statusAfter each
+	// status write.
+	prepareAfter, statusAfter time.Duration
 	timeoutSec   int // the plan's timeout_sec; 600 when 0
 
 	starts, aborts, live, maxLive int
@@ -116,7 +117,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			}
 			return nil
 		})
-	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
+	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).After(f.statusAfter).Return(
 		func(_ context.Context, req activities.StatusRequest) error {
 			f.streams.steps(req.Stream)
 			f.mu.Lock()
