@@ -58,8 +58,10 @@ func (r *runFlow) listenForEnds() {
 }
 
 // noteClosing follows the task workflows told early that are still
-// closing: the run ends, and continues-as-new, only once they closed, so a
-// run never reports its end while a task of it still writes its status.
+// closing: the run ends only once they closed, so a run never reports its
+// end while a task of it still writes its status. A continue-as-new does
+// not wait for them (a busy run always has some closing); the next run
+// knows them as done.
 func (r *runFlow) noteClosing(e taskEnd, applied bool) {
 	if e.Early {
 		if applied {
