@@ -42,7 +42,7 @@ type fakeConductor struct {
 	// prepareAfter delays PreparePlan (testsuite time); statusAfter each
 	// status write.
 	prepareAfter, statusAfter time.Duration
-	timeoutSec   int // the plan's timeout_sec; 600 when 0
+	timeoutSec                int // the plan's timeout_sec; 600 when 0
 
 	starts, aborts, live, maxLive int
 	// stopped: the current conductor was aborted; a delivery then reads the

@@ -314,12 +314,12 @@ func (r *Results) Markdown() string {
 			"Hand-off: from a release reaching the pool to the grant reaching the next waiter's workflow, as the server stamped both in history. " +
 			"Acquire: the acquire call, answered at once. Wait: acquire to grant (mostly the line itself). Seconds: the line draining.")
 		p("")
-		p("| tasks | max_concurrent | longest line | seconds | hand-off p50 ms | p99 ms | max ms | acquire p50 ms | p99 ms | wait p50 s | p99 s | pool history events | runs | error |")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("| worker | tasks | max_concurrent | longest line | seconds | hand-off p50 ms | p99 ms | max ms | acquire p50 ms | p99 ms | wait p50 s | p99 s | pool history events | runs | worker MB | server MB | load | error |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 		for _, x := range r.Slots {
-			p("| %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |", x.Tasks, x.MaxConcurrent, x.PeakWaiters,
+			p("| %s | %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %.0f | %.0f | %s | %s |", x.Worker, x.Tasks, x.MaxConcurrent, x.PeakWaiters,
 				x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max, x.Acquire.P50, x.Acquire.P99, x.Wait.P50/1000, x.Wait.P99/1000,
-				x.PoolHistory.Events, x.PoolHistory.Runs, x.Error)
+				x.PoolHistory.Events, x.PoolHistory.Runs, x.WorkerMB, x.ServerMB, x.Load, x.Error)
 		}
 	}
 	if len(r.Karvi) > 0 {

@@ -67,6 +67,14 @@ func (e *env) runs(ctx context.Context) error {
 	if e.quick {
 		n = 50
 	}
+	// BENCH_RUNS_TASKS and BENCH_RUNS_WIDTH size the run (the concurrency
+	// is twice the width, at most runplan.MaxConcurrency).
+	if v, err := strconv.Atoi(os.Getenv("BENCH_RUNS_TASKS")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("BENCH_RUNS_WIDTH")); err == nil && v > 0 {
+		width = v
+	}
 	reps := 1
 	if v, err := strconv.Atoi(os.Getenv("BENCH_RUNS_REPS")); err == nil && v > 0 {
 		reps = v
@@ -80,7 +88,7 @@ func (e *env) runs(ctx context.Context) error {
 	}
 	for rep := range reps {
 		for _, b := range builds {
-			if err := e.oneRun(ctx, fmt.Sprintf("r%d", rep), n, width, 2*width, b); err != nil {
+			if err := e.oneRun(ctx, fmt.Sprintf("r%d", rep), n, width, min(2*width, runplan.MaxConcurrency), b); err != nil {
 				return err
 			}
 		}

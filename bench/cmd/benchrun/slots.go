@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"karvi-edda-temporal/bench"
+	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotapi"
@@ -18,6 +20,9 @@ import (
 
 // SlotBench is an agent slot pool serving a long line.
 type SlotBench struct {
+	// Worker is "now", or "before" for the worker of
+	// BENCH_SLOTS_BEFORE_BIN, run first on the same server.
+	Worker        string `json:"worker"`
 	Tasks         int    `json:"tasks"`
 	MaxConcurrent int    `json:"maxConcurrent"`
 	Plan          string `json:"plan"`
@@ -30,14 +35,19 @@ type SlotBench struct {
 	// workflow (both as the server stamped them in history): the pool's
 	// share of a waiter's wait.
 	Handoff bench.Summary `json:"handoff"`
-	// Acquire is the acquire call as the task's history times it: its
-	// activity scheduled to completed, the pool's answer included.
+	// Acquire is the ask to the pool's answer, as the task's history
+	// times it: the AcquireSlot activity scheduled to completed, or the
+	// acquire signal initiated to the first notice received.
 	Acquire bench.Summary `json:"acquire"`
 	// Wait is the whole wait of the tasks that queued: acquire scheduled
 	// to grant received. Mostly the line, not the pool.
 	Wait        bench.Summary     `json:"wait"`
 	PoolHistory bench.HistoryCost `json:"poolHistory"`
-	Error       string            `json:"error,omitempty"`
+	// WorkerMB and ServerMB are peak RSS over the scenario.
+	WorkerMB float64 `json:"workerMB"`
+	ServerMB float64 `json:"serverMB"`
+	Load     string  `json:"load"`
+	Error    string  `json:"error,omitempty"`
 }
 
 // slotPlan: one phase of 20 ms, so a slot is held for little more than a
@@ -48,21 +58,32 @@ const slotPlan = "[sim checks=pass delay=20ms cost=0.01]"
 // held, then frees them, and measures how fast each released slot reaches
 // the next waiter while the line drains.
 func (e *env) slotsScenario(ctx context.Context) error {
+	if dir := os.Getenv("BENCH_SLOTS_BEFORE_BIN"); dir != "" {
+		if err := e.oneSlots(ctx, "before", rigOptions{binDir: dir}); err != nil {
+			return err
+		}
+	}
+	return e.oneSlots(ctx, "now", rigOptions{})
+}
+
+func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	limit := 4
 	n := e.pick(200, 20)
-	r, err := e.newRig("slots")
+	o.fakeLimit = karvifake.RateLimitOff
+	o.args = append([]string{"-karvi-rate-limit", "off"}, o.args...)
+	r, err := e.newRigWith("slots-"+worker, o)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	pool := "bench-slots"
+	pool := "bench-slots-" + worker
 	if err := setPool(ctx, e.cl, r.queue, pool, limit); err != nil {
 		return err
 	}
 	// The holders hang until aborted: the line forms behind them.
 	var holders, tasks []*task
 	for i := range limit {
-		t, err := r.newTask(fmt.Sprintf("slot-hold-%d", i), "single", "[sim hang=forever]", nil)
+		t, err := r.newTask(fmt.Sprintf("slot-%s-hold-%d", worker, i), "single", "[sim hang=forever]", nil)
 		if err != nil {
 			return err
 		}
@@ -70,7 +91,7 @@ func (e *env) slotsScenario(ctx context.Context) error {
 		holders = append(holders, t)
 	}
 	for i := range n {
-		t, err := r.newTask(fmt.Sprintf("slot-%03d", i), "single", slotPlan, nil)
+		t, err := r.newTask(fmt.Sprintf("slot-%s-%03d", worker, i), "single", slotPlan, nil)
 		if err != nil {
 			return err
 		}
@@ -83,7 +104,8 @@ func (e *env) slotsScenario(ctx context.Context) error {
 	if err := waitPool(ctx, e.cl, pool, func(v slotapi.View) bool { return len(v.Holders) == limit }); err != nil {
 		return fmt.Errorf("holders: %w", err)
 	}
-	res := SlotBench{Tasks: n, MaxConcurrent: limit, Plan: slotPlan}
+	res := SlotBench{Worker: worker, Tasks: n, MaxConcurrent: limit, Plan: slotPlan, Load: loadAvg()}
+	rss := sampleRSS([]int{r.worker.PID(), e.serverPID}, 500*time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- r.run(ctx, tasks, runOptions{wait: true, timeout: 20 * time.Minute}) }()
 	if err := waitPool(ctx, e.cl, pool, func(v slotapi.View) bool {
@@ -102,10 +124,13 @@ func (e *env) slotsScenario(ctx context.Context) error {
 		res.Error = firstLine(err.Error())
 	}
 	res.Seconds = time.Since(started).Seconds()
+	rss.stop()
+	res.WorkerMB, res.ServerMB = rss.of(r.worker.PID()), rss.of(e.serverPID)
 	if err := res.measure(ctx, e.cl, pool, tasks); err != nil {
 		return err
 	}
 	e.results.Slots = append(e.results.Slots, res)
+	e.logf("slots (%s worker): RSS worker %.0f MB, server %.0f MB", worker, res.WorkerMB, res.ServerMB)
 	e.logf("slots: %d waiters behind a pool of %d: hand-off p50/p99/max %.1f/%.1f/%.1f ms; acquire p50/p99 %.1f/%.1f ms; line drained in %.0fs; pool history %d events in %d runs; %s",
 		n, limit, res.Handoff.P50, res.Handoff.P99, res.Handoff.Max, res.Acquire.P50, res.Acquire.P99,
 		res.Seconds, res.PoolHistory.Events, res.PoolHistory.Runs, res.Error)
@@ -191,22 +216,43 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 	}
 	var handoffs, acquires, waits []time.Duration
 	for _, t := range tasks {
+		// The ask is the AcquireSlot activity (an update, answered in its
+		// result) or, by signal, the signal to the pool (AskSlot when no
+		// pool ran), answered by the first notice.
 		var scheduled, answered, granted time.Time
 		acquireID := int64(0)
 		err := eachEvent(ctx, cl, workflows.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
+			at := ev.GetEventTime().AsTime()
 			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AcquireSlot" && acquireID == 0 {
-				acquireID, scheduled = ev.GetEventId(), ev.GetEventTime().AsTime()
+				acquireID, scheduled = ev.GetEventId(), at
+			}
+			if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalAcquire && scheduled.IsZero() {
+				scheduled = at
 			}
 			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == acquireID && answered.IsZero() {
-				answered = ev.GetEventTime().AsTime()
+				answered = at
 			}
-			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalSlot && granted.IsZero() {
-				granted = ev.GetEventTime().AsTime()
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalSlot {
+				if acquireID == 0 && answered.IsZero() {
+					answered = at
+				}
+				var nt slotapi.Notice
+				if err := dc.FromPayloads(a.GetInput(), &nt); err != nil {
+					return fmt.Errorf("slot notice: %w", err)
+				}
+				if nt.Answer.State == slots.Granted && granted.IsZero() {
+					granted = at
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		if acquireID == 0 && !answered.IsZero() && answered.Equal(granted) {
+			// Granted by the answer to its ask: no wait in line.
+			acquires = append(acquires, answered.Sub(scheduled))
+			continue
 		}
 		if !answered.IsZero() {
 			acquires = append(acquires, answered.Sub(scheduled))
