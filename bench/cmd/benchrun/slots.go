@@ -35,9 +35,10 @@ type SlotBench struct {
 	// workflow (both as the server stamped them in history): the pool's
 	// share of a waiter's wait.
 	Handoff bench.Summary `json:"handoff"`
-	// Acquire is the ask to the pool's answer, as the task's history
-	// times it: the AcquireSlot activity scheduled to completed, or the
-	// acquire signal initiated to the first notice received.
+	// Acquire is the ask to the pool's taking it, as the task's history
+	// times it: the AcquireSlot activity scheduled to completed (the
+	// update's answer included), or the acquire signal initiated to its
+	// being recorded in the pool's history.
 	Acquire bench.Summary `json:"acquire"`
 	// Wait is the whole wait of the tasks that queued: acquire scheduled
 	// to grant received. Mostly the line, not the pool.
@@ -217,25 +218,28 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 	var handoffs, acquires, waits []time.Duration
 	for _, t := range tasks {
 		// The ask is the AcquireSlot activity (an update, answered in its
-		// result) or, by signal, the signal to the pool (AskSlot when no
-		// pool ran), answered by the first notice.
+		// result), or the acquire signal to the pool, taken when the pool
+		// recorded it (a place in line is not answered then; when no pool
+		// ran, the AskSlot activity that starts it).
 		var scheduled, answered, granted time.Time
-		acquireID := int64(0)
+		askID := int64(0)
 		err := eachEvent(ctx, cl, workflows.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
 			at := ev.GetEventTime().AsTime()
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AcquireSlot" && acquireID == 0 {
-				acquireID, scheduled = ev.GetEventId(), at
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && askID == 0 {
+				if n := a.GetActivityType().GetName(); n == "AcquireSlot" || n == "AskSlot" {
+					askID, scheduled = ev.GetEventId(), at
+				}
 			}
-			if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalAcquire && scheduled.IsZero() {
-				scheduled = at
+			if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalAcquire && askID == 0 {
+				askID, scheduled = ev.GetEventId(), at
 			}
-			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == acquireID && answered.IsZero() {
+			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == askID && answered.IsZero() {
+				answered = at
+			}
+			if a := ev.GetExternalWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetInitiatedEventId() == askID && answered.IsZero() {
 				answered = at
 			}
 			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalSlot {
-				if acquireID == 0 && answered.IsZero() {
-					answered = at
-				}
 				var nt slotapi.Notice
 				if err := dc.FromPayloads(a.GetInput(), &nt); err != nil {
 					return fmt.Errorf("slot notice: %w", err)
@@ -248,11 +252,6 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		})
 		if err != nil {
 			return err
-		}
-		if acquireID == 0 && !answered.IsZero() && answered.Equal(granted) {
-			// Granted by the answer to its ask: no wait in line.
-			acquires = append(acquires, answered.Sub(scheduled))
-			continue
 		}
 		if !answered.IsZero() {
 			acquires = append(acquires, answered.Sub(scheduled))
