@@ -233,12 +233,10 @@ func (p *poolFlow) loop() error {
 }
 
 // acquireBySignal takes an acquire sent as a signal and puts the answer in
-// the outbox for the owner's workflow when it settles the wait: a grant or
-// a refusal (a malformed request too, since a signal has no validator to
-// refuse it on the way in). A place in line is not sent: two hundred
-// tasks asking at once would get two hundred notices that tell them only
-// to wait, and the grants behind them would queue up (the line and its
-// positions are in the pool's view).
+// the outbox for the owner's workflow: the grant, the place in line (the
+// task shows it in its status and details), or the refusal (a malformed
+// request too, since a signal has no validator to refuse it on the way
+// in).
 func (p *poolFlow) acquireBySignal(r slots.Request) {
 	var a slots.Answer
 	if err := r.Validate(); err != nil {
@@ -247,9 +245,7 @@ func (p *poolFlow) acquireBySignal(r slots.Request) {
 		a = p.st.Pool.Acquire(r, workflow.Now(p.ctx))
 	}
 	p.log.Info("acquire", "key", r.Key.String(), "run", r.Run, "answer", string(a.State), "position", a.Position, "reason", string(a.Reason), "by", "signal")
-	if a.State != slots.Queued {
-		p.st.Outbox = append(p.st.Outbox, slots.Notice{Key: r.Key, Owner: r.Owner, Answer: a})
-	}
+	p.st.Outbox = append(p.st.Outbox, slots.Notice{Key: r.Key, Owner: r.Owner, Answer: a})
 }
 
 func (p *poolFlow) release(s slotapi.ReleaseSignal) slots.Gone {

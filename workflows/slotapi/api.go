@@ -28,9 +28,9 @@ const (
 	// waiting for one.
 	SignalRelease = "release"
 	// SignalAcquire takes a slots.Request, like UpdateAcquire, and answers
-	// it by SignalSlot to the request's owner when the answer settles the
-	// wait: a grant or a refusal, at once or later (a place in line is not
-	// sent). Signals
+	// it by SignalSlot to the request's owner: granted, queued (with the
+	// place in line) or refused at once, and later the grant or refusal of
+	// a queued request. Signals
 	// have no limit of requests in flight, which updates have (a few per
 	// workflow), so many tasks asking at once are taken in one workflow
 	// task; this is how task workflows ask.
