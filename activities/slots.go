@@ -26,8 +26,6 @@ type SlotClient interface {
 	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
 	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
 	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
-	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
-		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
 }
 
 // SlotActivities reach a slot pool's workflow for a task workflow (which
@@ -82,26 +80,6 @@ func (a *SlotActivities) AcquireSlot(ctx context.Context, req AcquireSlotRequest
 		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
 	}
 	return ans, nil
-}
-
-// AskSlot sends the acquire to the pool's workflow as a signal, starting
-// the pool on this worker's task queue if it does not run: the task
-// workflow asks this way only when its own signal found no pool. The
-// pool answers by signal to the request's owner, not here.
-func (a *SlotActivities) AskSlot(ctx context.Context, req AcquireSlotRequest) error {
-	if a.Temporal == nil {
-		return temporal.NewNonRetryableApplicationError(
-			"the worker has no Temporal client for the slot activities", "NoClient", nil)
-	}
-	if err := slots.ValidPoolName(req.Pool); err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSlotRequest, err)
-	}
-	_, err := a.Temporal.SignalWithStartWorkflow(ctx, slotapi.WorkflowID(req.Pool), slotapi.SignalAcquire, req.Request,
-		slotapi.StartOptions(req.Pool, activity.GetInfo(ctx).TaskQueue), slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: req.Pool})
-	if err != nil {
-		return fmt.Errorf("ask pool %s for a slot for %s: %w", req.Pool, req.Request.Key, err)
-	}
-	return nil
 }
 
 // CheckHoldersRequest lists the holders to look at.

@@ -29,16 +29,6 @@ type fakeSlotClient struct {
 	updateErr error // what the update's outcome is (a validator refusal)
 	described map[string]*workflowservice.DescribeWorkflowExecutionResponse
 	describe  map[string]error
-	// signalled: the signal-with-start calls, as "<workflow id> <signal>".
-	signalled []string
-	signalArg any
-}
-
-func (f *fakeSlotClient) SignalWithStartWorkflow(_ context.Context, id, name string, arg any,
-	o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-	f.signalled = append(f.signalled, id+" "+name)
-	f.signalArg, f.start, f.startArgs = arg, o, args
-	return nil, nil
 }
 
 type startOp struct {
@@ -80,21 +70,6 @@ func slotActivityEnv(f *fakeSlotClient) *testsuite.TestActivityEnvironment {
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(&SlotActivities{Temporal: f})
 	return env
-}
-
-func TestAskSlotSignalsThePoolWithAStart(t *testing.T) {
-	f := &fakeSlotClient{}
-	env := slotActivityEnv(f)
-	req := slots.Request{Key: slots.Key{Task: "T5", Attempt: 2}, Run: "r", Owner: slots.Owner{WorkflowID: "karvi-task-T5"}}
-	_, err := env.ExecuteActivity((&SlotActivities{}).AskSlot, AcquireSlotRequest{Pool: "agents", Request: req})
-	require.NoError(t, err)
-	require.Equal(t, []string{slotapi.WorkflowID("agents") + " " + slotapi.SignalAcquire}, f.signalled)
-	require.Equal(t, req, f.signalArg)
-	require.Equal(t, slotapi.WorkflowID("agents"), f.start.ID)
-	require.Equal(t, []any{slotapi.PoolInput{Pool: "agents"}}, f.startArgs)
-
-	_, err = env.ExecuteActivity((&SlotActivities{}).AskSlot, AcquireSlotRequest{Pool: "no such/pool", Request: req})
-	require.ErrorContains(t, err, ErrBadSlotRequest)
 }
 
 func TestAcquireSlotStartsThePoolOnDemandAndAsksOnce(t *testing.T) {

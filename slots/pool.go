@@ -185,9 +185,6 @@ const (
 	ReasonTimeout Reason = "timeout"
 	// ReasonCancelled: the requester gave up waiting (released the key).
 	ReasonCancelled Reason = "cancelled"
-	// ReasonInvalid: the request was malformed (an acquire by signal,
-	// which has no validator to refuse it before it is taken).
-	ReasonInvalid Reason = "invalid"
 )
 
 // Answer is the pool's answer to a request, or what a Notice tells a waiter.

@@ -75,7 +75,6 @@ type poolFlow struct {
 	st   poolState
 
 	releaseCh workflow.ReceiveChannel
-	acquireCh workflow.ReceiveChannel
 	// wake is how an update handler tells the loop to look again.
 	wake workflow.Channel
 	// sending are the notices whose signal is under way.
@@ -130,7 +129,6 @@ func (p *poolFlow) setCheckEvery(d time.Duration) {
 
 func (p *poolFlow) setup() error {
 	p.releaseCh = workflow.GetSignalChannel(p.ctx, slotapi.SignalRelease)
-	p.acquireCh = workflow.GetSignalChannel(p.ctx, slotapi.SignalAcquire)
 	p.wake = workflow.NewBufferedChannel(p.ctx, 1)
 	if err := workflow.SetQueryHandlerWithOptions(p.ctx, slotapi.QuerySlots, func() (slotapi.View, error) {
 		return p.view(), nil
@@ -198,15 +196,6 @@ func (p *poolFlow) loop() error {
 			c.Receive(p.ctx, &s)
 			p.release(s)
 		})
-		sel.AddReceive(p.acquireCh, func(c workflow.ReceiveChannel, _ bool) {
-			// Every acquire already delivered, in one workflow task.
-			var r slots.Request
-			c.Receive(p.ctx, &r)
-			p.acquireBySignal(r)
-			for c.ReceiveAsync(&r) {
-				p.acquireBySignal(r)
-			}
-		})
 		sel.AddReceive(p.wake, func(c workflow.ReceiveChannel, _ bool) {
 			var poked bool
 			c.Receive(p.ctx, &poked)
@@ -230,22 +219,6 @@ func (p *poolFlow) loop() error {
 			return p.ctx.Err()
 		}
 	}
-}
-
-// acquireBySignal takes an acquire sent as a signal and puts the answer in
-// the outbox for the owner's workflow: the grant, the place in line (the
-// task shows it in its status and details), or the refusal (a malformed
-// request too, since a signal has no validator to refuse it on the way
-// in).
-func (p *poolFlow) acquireBySignal(r slots.Request) {
-	var a slots.Answer
-	if err := r.Validate(); err != nil {
-		a = slots.Answer{State: slots.Refused, Reason: slots.ReasonInvalid, Detail: err.Error()}
-	} else {
-		a = p.st.Pool.Acquire(r, workflow.Now(p.ctx))
-	}
-	p.log.Info("acquire", "key", r.Key.String(), "run", r.Run, "answer", string(a.State), "position", a.Position, "reason", string(a.Reason), "by", "signal")
-	p.st.Outbox = append(p.st.Outbox, slots.Notice{Key: r.Key, Owner: r.Owner, Answer: a})
 }
 
 func (p *poolFlow) release(s slotapi.ReleaseSignal) slots.Gone {
@@ -391,13 +364,6 @@ func (p *poolFlow) continueAsNew() error {
 			break
 		}
 		p.release(s)
-	}
-	for {
-		var r slots.Request
-		if !p.acquireCh.ReceiveAsync(&r) {
-			break
-		}
-		p.acquireBySignal(r)
 	}
 	for _, s := range p.sending {
 		p.st.Outbox = append(p.st.Outbox, s.notice)

@@ -346,34 +346,3 @@ func TestSlotPoolServesRunsInTurn(t *testing.T) {
 	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "agents", Limits: &slots.Limits{MaxConcurrent: 1}})
 	require.True(t, w.env.IsWorkflowCompleted())
 }
-
-// Acquires sent as signals are answered by notice to each owner: all that
-// arrive together in one go, in line by turns across runs as updates are,
-// and a malformed one refused there rather than dropped.
-func TestSlotPoolAnswersAcquiresBySignal(t *testing.T) {
-	w := newPoolWorld(t)
-	ask := func(task, run string) {
-		r := w.request(task, 1)
-		r.Run = run
-		w.env.SignalWorkflow(slotapi.SignalAcquire, r)
-	}
-	w.at(time.Second, func() {
-		for _, task := range []string{"big1", "big2", "big3"} {
-			ask(task, "big")
-		}
-		ask("small1", "small")
-		bad := w.request("bad", 0)
-		w.env.SignalWorkflow(slotapi.SignalAcquire, bad)
-	})
-	w.at(2*time.Second, func() {
-		require.Equal(t, []string{"big1#1 granted", "big2#1 queued", "big3#1 queued", "small1#1 queued", "bad#0 refused invalid"}, w.taken())
-		require.Equal(t, []string{"1:small1", "2:big2", "3:big3"}, waiterTasks(w.view()), "the small run is served next")
-		w.release("big1", 1)
-	})
-	w.at(3*time.Second, func() {
-		require.Equal(t, "small1#1 granted", w.taken()[5])
-		w.env.CancelWorkflow()
-	})
-	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "agents", Limits: &slots.Limits{MaxConcurrent: 1}})
-	require.True(t, w.env.IsWorkflowCompleted())
-}

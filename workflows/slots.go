@@ -76,7 +76,7 @@ func (r *taskRun) acquireSlot() error {
 		if err != nil {
 			return err
 		}
-		if ans.State != "" && r.slotAnswered(ans) {
+		if r.slotAnswered(ans) {
 			return nil
 		}
 	}
@@ -86,19 +86,10 @@ func (r *taskRun) acquireSlot() error {
 // askPool sends the attempt's acquire to its pool, which answers at once.
 // Asking again for the same key is harmless: the pool answers where the
 // key stands.
-//
-// Asked by signal (versionSlotAskBySignal), the answer comes by the pool's
-// notice, and the returned answer is empty.
 func (r *taskRun) askPool() (slots.Answer, error) {
 	req, pool := r.st.Slots, r.st.Current.Slot.Pool
 	info := workflow.GetInfo(r.ctx)
 	k := r.slotKey()
-	if workflow.GetVersion(r.ctx, versionSlotAskBySignal, workflow.DefaultVersion, 1) == 1 {
-		return slots.Answer{}, r.askBySignal(activities.AcquireSlotRequest{Pool: pool, Request: slots.Request{
-			Key: k, Run: req.Run, NoWait: req.NoWait, Timeout: req.Timeout,
-			Owner: slots.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID},
-		}})
-	}
 	var ans slots.Answer
 	err := workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("acquire a slot in pool %s for %s", pool, k)),
 		slotActs.AcquireSlot, activities.AcquireSlotRequest{Pool: pool, Request: slots.Request{
@@ -109,26 +100,6 @@ func (r *taskRun) askPool() (slots.Answer, error) {
 		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", pool, k, err)
 	}
 	return ans, nil
-}
-
-// versionSlotAskBySignal names the change that made a task ask its pool
-// by signal, answered by the pool's notice, instead of by an update the
-// server admits only a few of at once per pool.
-const versionSlotAskBySignal = "slot-ask-by-signal"
-
-// askBySignal signals the acquire to the pool's workflow; when no pool
-// runs to take it, an activity signals it with a start of the pool.
-func (r *taskRun) askBySignal(req activities.AcquireSlotRequest) error {
-	err := workflow.SignalExternalWorkflow(r.ctx, slotapi.WorkflowID(req.Pool), "", slotapi.SignalAcquire, req.Request).Get(r.ctx, nil)
-	if err == nil {
-		return nil
-	}
-	err = workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("ask pool %s for a slot for %s", req.Pool, req.Request.Key)),
-		slotActs.AskSlot, req).Get(r.ctx, nil)
-	if err != nil {
-		return fmt.Errorf("ask pool %s for a slot for %s: %w", req.Pool, req.Request.Key, err)
-	}
-	return nil
 }
 
 // versionSlotAskAgain names the change that made a waiter ask its pool
@@ -182,7 +153,7 @@ func (r *taskRun) awaitSlot() error {
 			if err != nil {
 				// The pool stays unreachable: keep waiting, ask again later.
 				r.log.Warn("asking the slot pool again failed", "pool", a.Slot.Pool, "error", err)
-			} else if ans.State != "" && r.slotAnswered(ans) {
+			} else if r.slotAnswered(ans) {
 				return nil
 			}
 			askAgain = workflow.NewTimer(actx, every)

@@ -43,18 +43,6 @@ func (p *fakePool) register(env *testsuite.TestWorkflowEnvironment) {
 			p.acquires = append(p.acquires, req)
 			return p.answers[min(len(p.acquires), len(p.answers))-1], nil
 		})
-	// Asked by signal, the pool answers by its notice.
-	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", slotapi.SignalAcquire, mock.Anything).Return(
-		func(_, workflowID, _, _ string, arg any) error {
-			r := arg.(slots.Request)
-			p.mu.Lock()
-			p.acquires = append(p.acquires, activities.AcquireSlotRequest{Pool: strings.TrimPrefix(workflowID, "karvi-slots-"), Request: r})
-			a := p.answers[min(len(p.acquires), len(p.answers))-1]
-			p.mu.Unlock()
-			env.SignalWorkflow(slotapi.SignalSlot, slotapi.Notice{Pool: strings.TrimPrefix(workflowID, "karvi-slots-"),
-				Notice: slots.Notice{Key: r.Key, Owner: r.Owner, Answer: a}})
-			return nil
-		})
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", slotapi.SignalRelease, mock.Anything).Return(
 		func(_, workflowID, _, _ string, arg any) error {
 			s := arg.(slotapi.ReleaseSignal)

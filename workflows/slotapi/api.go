@@ -27,14 +27,6 @@ const (
 	// SignalRelease takes a ReleaseSignal: give the slot back, or stop
 	// waiting for one.
 	SignalRelease = "release"
-	// SignalAcquire takes a slots.Request, like UpdateAcquire, and answers
-	// it by SignalSlot to the request's owner: granted, queued (with the
-	// place in line) or refused at once, and later the grant or refusal of
-	// a queued request. Signals
-	// have no limit of requests in flight, which updates have (a few per
-	// workflow), so many tasks asking at once are taken in one workflow
-	// task; this is how task workflows ask.
-	SignalAcquire = "acquire"
 	// QuerySlots answers a View: limits, holders, waiters.
 	QuerySlots = "slots"
 
