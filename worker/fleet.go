@@ -46,7 +46,13 @@ func workerOptions(c config, host string) (shared, own worker.Options, err error
 		return shared, own, err
 	}
 	base := worker.Options{
-		WorkerStopTimeout: c.stopGrace + 5*time.Second,
+		// More pollers than the SDK's 2: the first workflow task of a new
+		// workflow (a run's next task) waits on the normal queue while the
+		// pollers also serve the sticky one; with many workflows at once
+		// that wait was seconds (BENCHMARKS.md, the run hand-off).
+		MaxConcurrentWorkflowTaskPollers: workflowTaskPollers,
+		MaxConcurrentActivityTaskPollers: activityTaskPollers,
+		WorkerStopTimeout:                c.stopGrace + 5*time.Second,
 		// The history's "started by" then names the host.
 		Identity: fmt.Sprintf("%d@%s@", os.Getpid(), host),
 	}
@@ -57,6 +63,12 @@ func workerOptions(c config, host string) (shared, own worker.Options, err error
 	own.Interceptors = []interceptor.WorkerInterceptor{&hostGate{host: hs}}
 	return shared, own, nil
 }
+
+// The pollers of each worker of the process.
+const (
+	workflowTaskPollers = 8
+	activityTaskPollers = 8
+)
 
 // newHostWorker is the worker of the host's own queue: activities only, the
 // same ones (one Activities value serves both queues).

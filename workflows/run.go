@@ -54,6 +54,9 @@ type runFlow struct {
 	wake bool
 	// started counts task workflows started by this run of the workflow.
 	started int
+	// closing holds the tasks told early as completed whose workflows
+	// have not closed yet: id to attempt (run_early.go).
+	closing map[string]int
 	// written is st.Changes as last written to status.json.
 	written    int
 	statusFile string
@@ -137,6 +140,7 @@ func (r *runFlow) setup() error {
 	r.listenForSpend()
 	r.listenForPauses()
 	r.listenForStalls()
+	r.listenForEnds()
 	return r.setUpdateHandlers()
 }
 
@@ -309,8 +313,10 @@ func (r *runFlow) applyEnds() {
 func (r *runFlow) applyEnd(e taskEnd) {
 	t := r.st.Tasks[e.ID]
 	if t == nil || !t.Running || t.Attempt != e.Attempt {
+		r.noteClosing(e, false)
 		return // an end already taken, or of an attempt given up on
 	}
+	r.noteClosing(e, true)
 	t.Running, t.RunID, t.Spend = false, "", 0
 	if e.Reached > t.Attempt && workflow.GetVersion(r.ctx, versionAttemptReached, workflow.DefaultVersion, 1) == 1 {
 		// The next loop numbers on from the attempt the child reached.
@@ -401,7 +407,7 @@ func (r *runFlow) upstream(id string) []runplan.Upstream {
 
 // finished: nothing runs, nothing waits to merge, nothing can start.
 func (r *runFlow) finished() bool {
-	if r.running() > 0 {
+	if r.running() > 0 || len(r.closing) > 0 {
 		return false
 	}
 	for _, rt := range r.run.Tasks {
@@ -530,6 +536,9 @@ func (r *runFlow) shouldContinueAsNew() bool {
 			return false
 		}
 	}
+	// Tasks told early and still closing do not hold the hand-over back
+	// (with many tasks some always are): they are done in the document,
+	// and the next run does not wait for their close.
 	return len(r.inbox) == 0 && workflow.AllHandlersFinished(r.ctx)
 }
 

@@ -43,6 +43,10 @@ type fakeTasks struct {
 	// moved: the first attempt of these tasks was redispatched inside its
 	// workflow this many times, so the workflow ends on a later attempt.
 	moved map[string]int
+	// lingers: these tasks tell their run they completed (as a task
+	// workflow does before its final status write), then take this long
+	// to close; "closed:<id>" goes in order when they do.
+	lingers map[string]time.Duration
 }
 
 func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
@@ -122,6 +126,19 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 		return res, nil
 	}
 	res.Outcome = mapping.Outcome{TaskStatus: mapping.TaskCompleted}
+	if linger := f.lingers[id]; linger > 0 {
+		e := endOfResult(id, in.Attempt, res)
+		parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", runapi.SignalTaskEnded, runapi.TaskEnded{
+			Task: id, Attempt: in.Attempt, Reached: e.Reached, Summary: e.Summary, CostUSD: e.CostUSD,
+			ByPhase: e.ByPhase, Model: e.Model, Skill: e.Skill}).Get(ctx, nil)
+		if err := workflow.Sleep(ctx, linger); err != nil {
+			return Result{}, err
+		}
+		f.mu.Lock()
+		f.order = append(f.order, "closed:"+id)
+		f.mu.Unlock()
+	}
 	return res, nil
 }
 
@@ -222,6 +239,30 @@ func TestRunDiamond(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &disk))
 	require.Equal(t, doc.Summary, disk.Summary)
 	require.Equal(t, runstatus.RunComplete, disk.Status)
+}
+
+// A task that tells its run it completed before its workflow closes (its
+// final status write still under way) has its dependents started at once;
+// the run counts it once, and reports its own end only after it closed.
+func TestRunStartsDependentsWhenATaskTellsItCompleted(t *testing.T) {
+	f := &fakeTasks{lingers: map[string]time.Duration{"a": 30 * time.Second, "d": 3 * time.Minute}}
+	env, _ := runEnv(t, f)
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun)})
+	doc := runResult(t, env)
+
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	pos := func(s string) int { return slices.Index(f.order, s) }
+	require.Less(t, pos("start:b"), pos("closed:a"), "b waited for a's workflow to close: %v", f.order)
+	require.Less(t, pos("start:c"), pos("closed:a"), "c waited for a's workflow to close: %v", f.order)
+	require.Equal(t, f.order[len(f.order)-1], "closed:d", "the run ended before d's workflow closed: %v", f.order)
+	require.Len(t, f.attemptsOf("a"), 1)
+	// d completed at 3m and closed at 6m: the run ended when it closed.
+	require.Equal(t, &runstatus.Summary{TotalTasks: 5, Successful: 5, TotalLoops: 5, DurationMinutes: 6}, doc.Summary)
+	var cost runapi.Cost
+	v, err := env.QueryWorkflow(runapi.QueryCost)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&cost))
+	require.InDelta(t, 5*0.25, cost.SpentUSD, 1e-9, "a task told early is counted once")
 }
 
 func TestRunFailureCascadeWithLoopsAndUpgrade(t *testing.T) {

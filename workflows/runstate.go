@@ -74,6 +74,8 @@ type taskEnd struct {
 	Reached int
 	// Completed: the attempt ended with the task completed.
 	Completed bool
+	// Early: the task told it before its workflow closed (run_early.go).
+	Early bool
 	// Final: looping again cannot help (aborted by a person, refused an
 	// agent slot by its pool, the workflow failed or was terminated).
 	Final   bool

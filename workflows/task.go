@@ -443,12 +443,18 @@ func (r *taskRun) finish() error {
 	// Both steps go with the status write, the workflow's last activity.
 	r.stepStatus(o.TaskStatus, o.BlockerReason)
 	r.stepAttemptEnded(ended, o.LastError)
+	told := r.tellRunEnded(o, ended)
 	err := r.setStatus(activities.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
 		DispatchState: o.DispatchState,
 		LastError:     o.LastError,
 	})
+	if told != nil {
+		if serr := told.Get(r.ctx, nil); serr != nil {
+			r.log.Warn("end not told to the run; it learns of it when the task workflow closes", "error", serr)
+		}
+	}
 	r.endAttempt(ended, o.LastError)
 	r.upsertSearch()
 	if err != nil {

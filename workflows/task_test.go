@@ -39,9 +39,10 @@ type fakeConductor struct {
 	exitCode     int
 	// hang: TailEvents never returns events, only waits (testsuite time).
 	hang bool
-	// prepareAfter delays PreparePlan (testsuite time).
-	prepareAfter time.Duration
-	timeoutSec   int // the plan's timeout_sec; 600 when 0
+	// prepareAfter delays PreparePlan (testsuite time); statusAfter each
+	// status write.
+	prepareAfter, statusAfter time.Duration
+	timeoutSec                int // the plan's timeout_sec; 600 when 0
 
 	starts, aborts, live, maxLive int
 	// stopped: the current conductor was aborted; a delivery then reads the
@@ -125,7 +126,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			}
 			return nil
 		})
-	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
+	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).After(f.statusAfter).Return(
 		func(_ context.Context, req activities.StatusRequest) error {
 			f.streams.steps(req.Stream)
 			f.mu.Lock()

@@ -119,6 +119,28 @@ type TaskStall struct {
 	At      time.Time `json:"at"`
 }
 
+// SignalTaskEnded is how a task tells its run that its attempt completed,
+// as soon as the workflow has the plan's terminal event and before its
+// last bookkeeping (the final status write), so the run starts the
+// dependents without waiting for the task workflow to close.
+const SignalTaskEnded = "task-ended"
+
+// TaskEnded is the payload of SignalTaskEnded: what the run takes from a
+// completed task's result.
+type TaskEnded struct {
+	Task string `json:"task"`
+	// Attempt is the attempt the run started; Reached the one the task
+	// workflow completed on.
+	Attempt int `json:"attempt"`
+	Reached int `json:"reached"`
+	// Summary is the line the dependents get about the task.
+	Summary string             `json:"summary,omitempty"`
+	CostUSD float64            `json:"costUsd,omitempty"`
+	ByPhase map[string]float64 `json:"byPhase,omitempty"`
+	Model   string             `json:"model,omitempty"`
+	Skill   string             `json:"skill,omitempty"`
+}
+
 // TaskSpend is the payload of SignalTaskSpend.
 type TaskSpend struct {
 	Task    string  `json:"task"`

@@ -284,12 +284,26 @@ func (r *Results) Markdown() string {
 		p("")
 		p("Hand-off: from the last dependency's plan_completed to the dependent's plan_start, both as the conductor stamped them.")
 		p("")
-		p("| tasks | levels x width | concurrency | status | seconds | hand-off p50 ms | p99 ms | max ms | run history events | KB | runs | largest run events | error |")
-		p("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("| worker | tasks | levels x width | concurrency | status | seconds | hand-off p50 ms | p99 ms | max ms | run history events | KB | runs | largest run events | worker MB | server MB | worker KB/task | load | error |")
+		p("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 		for _, x := range r.Runs {
-			p("| %d | %d x %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %d | %d | %d | %d | %s |", x.Tasks, x.Tasks/x.Width, x.Width,
+			p("| %s | %d | %d x %d | %d | %s | %.0f | %.0f | %.0f | %.0f | %d | %d | %d | %d | %.0f | %.0f | %.0f | %s | %s |", x.Worker, x.Tasks, x.Tasks/x.Width, x.Width,
 				x.Concurrency, x.Status, x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max,
-				x.History.Events, x.History.Bytes/1024, x.History.Runs, x.History.MaxRunEvents, x.Error)
+				x.History.Events, x.History.Bytes/1024, x.History.Runs, x.History.MaxRunEvents,
+				x.WorkerMB, x.ServerMB, x.PerTaskKB, x.Load, x.Error)
+		}
+		p("")
+		p("Hand-off stages, p50 / p99 ms (the last dependency's plan_completed -> its delivery completing -> its workflow closing -> the run learning of it -> the dependent's start initiated -> started -> its StartAttempt started -> plan_start):")
+		p("")
+		p("| worker | tasks | sees end | bookkeeping | to parent | parent task (wait + run) | child start | first task (wait + run + activity dispatch) | plan+spawn |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Runs {
+			s := x.Stages
+			p("| %s | %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f) | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f + %.0f) | %.0f / %.0f |", x.Worker, x.Tasks,
+				s.SeesEnd.P50, s.SeesEnd.P99, s.Bookkeeping.P50, s.Bookkeeping.P99, s.ToParent.P50, s.ToParent.P99,
+				s.ParentTask.P50, s.ParentTask.P99, s.ParentWait.P50, s.ParentRun.P50, s.ChildStart.P50, s.ChildStart.P99,
+				s.FirstTask.P50, s.FirstTask.P99, s.FirstTaskWait.P50, s.FirstTaskRun.P50, s.ActivityWait.P50,
+				s.PlanSpawn.P50, s.PlanSpawn.P99)
 		}
 	}
 	if len(r.Slots) > 0 {
@@ -300,12 +314,12 @@ func (r *Results) Markdown() string {
 			"Hand-off: from a release reaching the pool to the grant reaching the next waiter's workflow, as the server stamped both in history. " +
 			"Acquire: the acquire call, answered at once. Wait: acquire to grant (mostly the line itself). Seconds: the line draining.")
 		p("")
-		p("| tasks | max_concurrent | longest line | seconds | hand-off p50 ms | p99 ms | max ms | acquire p50 ms | p99 ms | wait p50 s | p99 s | pool history events | runs | error |")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("| worker | tasks | max_concurrent | longest line | seconds | hand-off p50 ms | p99 ms | max ms | acquire p50 ms | p99 ms | wait p50 s | p99 s | pool history events | runs | worker MB | server MB | load | error |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 		for _, x := range r.Slots {
-			p("| %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %s |", x.Tasks, x.MaxConcurrent, x.PeakWaiters,
+			p("| %s | %d | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d | %d | %.0f | %.0f | %s | %s |", x.Worker, x.Tasks, x.MaxConcurrent, x.PeakWaiters,
 				x.Seconds, x.Handoff.P50, x.Handoff.P99, x.Handoff.Max, x.Acquire.P50, x.Acquire.P99, x.Wait.P50/1000, x.Wait.P99/1000,
-				x.PoolHistory.Events, x.PoolHistory.Runs, x.Error)
+				x.PoolHistory.Events, x.PoolHistory.Runs, x.WorkerMB, x.ServerMB, x.Load, x.Error)
 		}
 	}
 	if len(r.Karvi) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"karvi-edda-temporal/bench"
+	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotapi"
@@ -18,6 +20,9 @@ import (
 
 // SlotBench is an agent slot pool serving a long line.
 type SlotBench struct {
+	// Worker is "now", or "before" for the worker of
+	// BENCH_SLOTS_BEFORE_BIN, run first on the same server.
+	Worker        string `json:"worker"`
 	Tasks         int    `json:"tasks"`
 	MaxConcurrent int    `json:"maxConcurrent"`
 	Plan          string `json:"plan"`
@@ -30,14 +35,24 @@ type SlotBench struct {
 	// workflow (both as the server stamped them in history): the pool's
 	// share of a waiter's wait.
 	Handoff bench.Summary `json:"handoff"`
-	// Acquire is the acquire call as the task's history times it: its
-	// activity scheduled to completed, the pool's answer included.
+	// Acquire is the ask to the pool's taking it, as the task's history
+	// times it: the AcquireSlot activity scheduled to completed (the
+	// update's answer included), or the acquire signal initiated to its
+	// being recorded in the pool's history.
 	Acquire bench.Summary `json:"acquire"`
+	// Answer is the ask to the task knowing the pool's answer: the
+	// update's result, or, asked by signal, the pool's first notice (the
+	// grant or the place in line) reaching the task's workflow.
+	Answer bench.Summary `json:"answer"`
 	// Wait is the whole wait of the tasks that queued: acquire scheduled
 	// to grant received. Mostly the line, not the pool.
 	Wait        bench.Summary     `json:"wait"`
 	PoolHistory bench.HistoryCost `json:"poolHistory"`
-	Error       string            `json:"error,omitempty"`
+	// WorkerMB and ServerMB are peak RSS over the scenario.
+	WorkerMB float64 `json:"workerMB"`
+	ServerMB float64 `json:"serverMB"`
+	Load     string  `json:"load"`
+	Error    string  `json:"error,omitempty"`
 }
 
 // slotPlan: one phase of 20 ms, so a slot is held for little more than a
@@ -48,21 +63,32 @@ const slotPlan = "[sim checks=pass delay=20ms cost=0.01]"
 // held, then frees them, and measures how fast each released slot reaches
 // the next waiter while the line drains.
 func (e *env) slotsScenario(ctx context.Context) error {
+	if dir := os.Getenv("BENCH_SLOTS_BEFORE_BIN"); dir != "" {
+		if err := e.oneSlots(ctx, "before", rigOptions{binDir: dir}); err != nil {
+			return err
+		}
+	}
+	return e.oneSlots(ctx, "now", rigOptions{})
+}
+
+func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	limit := 4
 	n := e.pick(200, 20)
-	r, err := e.newRig("slots")
+	o.fakeLimit = karvifake.RateLimitOff
+	o.args = append([]string{"-karvi-rate-limit", "off"}, o.args...)
+	r, err := e.newRigWith("slots-"+worker, o)
 	if err != nil {
 		return err
 	}
 	defer r.close()
-	pool := "bench-slots"
+	pool := "bench-slots-" + worker
 	if err := setPool(ctx, e.cl, r.queue, pool, limit); err != nil {
 		return err
 	}
 	// The holders hang until aborted: the line forms behind them.
 	var holders, tasks []*task
 	for i := range limit {
-		t, err := r.newTask(fmt.Sprintf("slot-hold-%d", i), "single", "[sim hang=forever]", nil)
+		t, err := r.newTask(fmt.Sprintf("slot-%s-hold-%d", worker, i), "single", "[sim hang=forever]", nil)
 		if err != nil {
 			return err
 		}
@@ -70,7 +96,7 @@ func (e *env) slotsScenario(ctx context.Context) error {
 		holders = append(holders, t)
 	}
 	for i := range n {
-		t, err := r.newTask(fmt.Sprintf("slot-%03d", i), "single", slotPlan, nil)
+		t, err := r.newTask(fmt.Sprintf("slot-%s-%03d", worker, i), "single", slotPlan, nil)
 		if err != nil {
 			return err
 		}
@@ -83,7 +109,8 @@ func (e *env) slotsScenario(ctx context.Context) error {
 	if err := waitPool(ctx, e.cl, pool, func(v slotapi.View) bool { return len(v.Holders) == limit }); err != nil {
 		return fmt.Errorf("holders: %w", err)
 	}
-	res := SlotBench{Tasks: n, MaxConcurrent: limit, Plan: slotPlan}
+	res := SlotBench{Worker: worker, Tasks: n, MaxConcurrent: limit, Plan: slotPlan, Load: loadAvg()}
+	rss := sampleRSS([]int{r.worker.PID(), e.serverPID}, 500*time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- r.run(ctx, tasks, runOptions{wait: true, timeout: 20 * time.Minute}) }()
 	if err := waitPool(ctx, e.cl, pool, func(v slotapi.View) bool {
@@ -102,10 +129,14 @@ func (e *env) slotsScenario(ctx context.Context) error {
 		res.Error = firstLine(err.Error())
 	}
 	res.Seconds = time.Since(started).Seconds()
+	rss.stop()
+	res.WorkerMB, res.ServerMB = rss.of(r.worker.PID()), rss.of(e.serverPID)
 	if err := res.measure(ctx, e.cl, pool, tasks); err != nil {
 		return err
 	}
 	e.results.Slots = append(e.results.Slots, res)
+	e.logf("slots (%s worker): RSS worker %.0f MB, server %.0f MB", worker, res.WorkerMB, res.ServerMB)
+	e.logf("slots: first notice p50/p99 %.1f/%.1f ms", res.Answer.P50, res.Answer.P99)
 	e.logf("slots: %d waiters behind a pool of %d: hand-off p50/p99/max %.1f/%.1f/%.1f ms; acquire p50/p99 %.1f/%.1f ms; line drained in %.0fs; pool history %d events in %d runs; %s",
 		n, limit, res.Handoff.P50, res.Handoff.P99, res.Handoff.Max, res.Acquire.P50, res.Acquire.P99,
 		res.Seconds, res.PoolHistory.Events, res.PoolHistory.Runs, res.Error)
@@ -189,19 +220,42 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		}
 		run = next
 	}
-	var handoffs, acquires, waits []time.Duration
+	var handoffs, acquires, waits, answers []time.Duration
 	for _, t := range tasks {
-		var scheduled, answered, granted time.Time
-		acquireID := int64(0)
+		// The ask is the AcquireSlot activity (an update, answered in its
+		// result), or the acquire signal to the pool, taken when the pool
+		// recorded it (a place in line is not answered then; when no pool
+		// ran, the AskSlot activity that starts it).
+		var scheduled, answered, granted, noticed time.Time
+		byUpdate := false
+		askID := int64(0)
 		err := eachEvent(ctx, cl, workflows.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "AcquireSlot" && acquireID == 0 {
-				acquireID, scheduled = ev.GetEventId(), ev.GetEventTime().AsTime()
+			at := ev.GetEventTime().AsTime()
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && askID == 0 {
+				if n := a.GetActivityType().GetName(); n == "AcquireSlot" || n == "AskSlot" {
+					askID, scheduled, byUpdate = ev.GetEventId(), at, n == "AcquireSlot"
+				}
 			}
-			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == acquireID && answered.IsZero() {
-				answered = ev.GetEventTime().AsTime()
+			if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == signalAcquire && askID == 0 {
+				askID, scheduled = ev.GetEventId(), at
 			}
-			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalSlot && granted.IsZero() {
-				granted = ev.GetEventTime().AsTime()
+			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == askID && answered.IsZero() {
+				answered = at
+			}
+			if a := ev.GetExternalWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetInitiatedEventId() == askID && answered.IsZero() {
+				answered = at
+			}
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == slotapi.SignalSlot {
+				var nt slotapi.Notice
+				if err := dc.FromPayloads(a.GetInput(), &nt); err != nil {
+					return fmt.Errorf("slot notice: %w", err)
+				}
+				if nt.Answer.State == slots.Granted && granted.IsZero() {
+					granted = at
+				}
+				if noticed.IsZero() {
+					noticed = at
+				}
 			}
 			return nil
 		})
@@ -210,6 +264,12 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		}
 		if !answered.IsZero() {
 			acquires = append(acquires, answered.Sub(scheduled))
+		}
+		switch {
+		case byUpdate && !answered.IsZero():
+			answers = append(answers, answered.Sub(scheduled)) // the update's result is the answer
+		case !byUpdate && !noticed.IsZero() && !scheduled.IsZero():
+			answers = append(answers, noticed.Sub(scheduled))
 		}
 		if granted.IsZero() {
 			continue // granted at once by its acquire
@@ -220,6 +280,7 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		}
 	}
 	res.Handoff, res.Acquire, res.Wait = bench.Summarize(handoffs), bench.Summarize(acquires), bench.Summarize(waits)
+	res.Answer = bench.Summarize(answers)
 	return nil
 }
 
@@ -236,3 +297,8 @@ func eachEvent(ctx context.Context, cl client.Client, id, run string, f func(*hi
 	}
 	return nil
 }
+
+// signalAcquire is the acquire signal of a worker that asked its pool by
+// signal (tried, measured in BENCHMARKS.md §7, and not kept): the
+// measure still reads such histories.
+const signalAcquire = "acquire"
