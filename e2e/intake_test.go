@@ -29,6 +29,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/intakeflow"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -545,4 +546,112 @@ func TestIntakeRunTaskCancelledAndLateTaskRefused(t *testing.T) {
 	}
 	require.Equal(t, []string{ids[0] + ": sent abort to " + taskapi.WorkflowID(ids[0]) + " (a task of run " + wf + ")"}, aborted)
 	keepIntakeHistory(t, r, "intake-run-cancel.json")
+}
+
+// A run's task sent back on the board after its run ended runs again on
+// its own, with the next attempt in redispatch mode, and the intake says
+// it runs outside the run; the run's status.json is not changed.
+func TestIntakeRunTaskSentBackAfterItsRunRunsOnItsOwn(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	id := taskIDs("runagain", 1)[0]
+	r.Track(taskapi.WorkflowID(id))
+	postProjectRepo(t, r, "Run then send back", "example/demo",
+		map[string]any{"id": id, "title": "Only", "runtimeHint": "edda"})
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != ""
+	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
+	r.Track(wf)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var doc runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	waitKarvi(t, r, "completed", id)
+	require.Eventually(t, func() bool {
+		for _, c := range intakeStatus(t, r).Claims {
+			if c.TaskID == id && c.Phase == "ended" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond)
+
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+	require.Eventually(t, func() bool { return runsOf(t, r, id) == 2 }, time.Minute, 300*time.Millisecond, "a second run")
+	var res taskapi.Result
+	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, 2, res.Attempt)
+	require.Equal(t, "redispatch", string(res.Dispatch.Mode))
+	waitKarvi(t, r, "completed", id)
+	var results []string
+	for _, n := range intakeStatus(t, r).Recent {
+		if n.Kind == "redispatch" {
+			results = append(results, n.Result)
+		}
+	}
+	require.Len(t, results, 1)
+	require.Contains(t, results[0], "outside run "+wf)
+	var after runstatus.Status
+	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &after))
+	require.Equal(t, doc.Tasks[id].Status, after.Tasks[id].Status, "the run's document is not changed")
+}
+
+// A run's task that failed while its run still runs, sent back on the
+// board (blocked -> in_progress), is retried by its run: the run starts
+// it again under the same id and the intake says it asked the run.
+func TestIntakeRunTaskFailedSentBackIsRetriedByItsRun(t *testing.T) {
+	r := intakeRigWith(t, "checks=pass delay=100ms")
+	ids := taskIDs("runretry", 2)
+	for _, id := range ids {
+		r.Track(taskapi.WorkflowID(id))
+	}
+	postProjectRepo(t, r, "Run with a failure", "example/demo",
+		map[string]any{"id": ids[0], "title": "Failing", "runtimeHint": "edda", "description": "[sim phase=test fail]"},
+		map[string]any{"id": ids[1], "title": "Slow", "runtimeHint": "edda", "description": "[sim phase=implement hang=forever]"})
+	var wf string
+	require.Eventually(t, func() bool {
+		st := intakeStatus(t, r)
+		if len(st.Runs) == 1 {
+			wf = st.Runs[0].WorkflowID
+		}
+		return wf != ""
+	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
+	r.Track(wf)
+	runDoc := func() runstatus.Status {
+		v, err := r.Client.QueryWorkflow(context.Background(), wf, "", runapi.QueryStatus)
+		require.NoError(t, err)
+		var doc runstatus.Status
+		require.NoError(t, v.Get(&doc))
+		return doc
+	}
+	require.Eventually(t, func() bool { return runDoc().Tasks[ids[0]].Status == runstatus.TaskFailed },
+		2*time.Minute, 300*time.Millisecond, "the task fails in its run")
+	waitKarvi(t, r, "blocked", ids[0])
+	require.Eventually(t, func() bool {
+		for _, c := range intakeStatus(t, r).Claims {
+			if c.TaskID == ids[0] && c.Phase == "ended" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond)
+
+	// The run ran it as several workflow runs of its id (its loops).
+	before := runsOf(t, r, ids[0])
+	boardPost(t, r, "/api/tasks/"+ids[0]+"/status", map[string]any{"status": "in_progress"})
+	require.Eventually(t, func() bool { return runsOf(t, r, ids[0]) > before }, time.Minute, 300*time.Millisecond, "the run starts it again")
+	var results []string
+	for _, n := range intakeStatus(t, r).Recent {
+		if n.Kind == "redispatch" {
+			results = append(results, n.Result)
+		}
+	}
+	require.Equal(t, []string{"retried task " + ids[0] + " in run " + wf}, results)
 }

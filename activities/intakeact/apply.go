@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
@@ -87,30 +88,111 @@ func (a *Activities) start(ctx context.Context, in intakeapi.ApplyInput, again b
 
 func (a *Activities) redispatch(ctx context.Context, in intakeapi.ApplyInput) (string, error) {
 	act := in.Action
-	if act.WorkflowID != taskapi.WorkflowID(act.TaskID) {
-		return "not redispatched: task " + act.TaskID + " belongs to run " + act.WorkflowID +
-			", and a run has no redispatch of one task yet (use `starter run retry` when it failed)", nil
+	id := taskapi.WorkflowID(act.TaskID)
+	if act.WorkflowID != id {
+		return a.redispatchInRun(ctx, in)
 	}
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, act.WorkflowID, "")
+	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return a.start(ctx, in, false)
 	}
 	if err != nil {
-		return "", fmt.Errorf("describe %s: %w", act.WorkflowID, err)
+		return "", fmt.Errorf("describe %s: %w", id, err)
 	}
 	info := desc.GetWorkflowExecutionInfo()
 	if memoAttempt(info.GetMemo().GetFields()) >= act.Attempt {
 		return fmt.Sprintf("already redispatched: run %s is dispatch %d", info.GetExecution().GetRunId(), act.Attempt), nil
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		err := a.Temporal.SignalWorkflow(ctx, act.WorkflowID, "", taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: act.Reason})
+		err := a.Temporal.SignalWorkflow(ctx, id, "", taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: act.Reason})
 		if err != nil {
-			return "", fmt.Errorf("signal redispatch to %s: %w", act.WorkflowID, err)
+			return "", fmt.Errorf("signal redispatch to %s: %w", id, err)
 		}
-		return "signalled redispatch to the running " + act.WorkflowID, nil
+		return "signalled redispatch to the running " + id, nil
 	}
 	return a.start(ctx, in, true)
+}
+
+// redispatchInRun redispatches a task of a run (act.WorkflowID is the
+// run's). While the run runs and the task failed or paused in it, the run
+// is asked to retry it, as `starter run retry` does: the run gives it new
+// attempts, its status.json follows and its dependents run after it.
+// Otherwise (the run ended, or the task completed in it) the task runs
+// again on its own, with the next attempt, under its own workflow id (the
+// run's child of that id has closed); the run knows nothing of it. A task
+// the run runs again already (a retry sent before) is left to the run.
+func (a *Activities) redispatchInRun(ctx context.Context, in intakeapi.ApplyInput) (string, error) {
+	act := in.Action
+	runID := act.WorkflowID
+	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, runID, "")
+	var nf *serviceerror.NotFound
+	if err != nil && !errors.As(err, &nf) {
+		return "", fmt.Errorf("describe run %s: %w", runID, err)
+	}
+	if err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		v, err := a.Temporal.QueryWorkflow(ctx, runID, "", runapi.QueryStatus)
+		if err != nil {
+			return "", fmt.Errorf("query status of run %s: %w", runID, err)
+		}
+		var doc runstatus.Status
+		if err := v.Get(&doc); err != nil {
+			return "", fmt.Errorf("status of run %s: %w", runID, err)
+		}
+		state := runstatus.TaskState("not a task")
+		if t := doc.Tasks[act.TaskID]; t != nil {
+			state = t.Status
+		}
+		switch state {
+		case runstatus.TaskFailed, runstatus.TaskPaused, runstatus.TaskNeedsHumanRebase:
+			return a.retryInRun(ctx, runID, runapi.TaskRequest{Task: act.TaskID, Reason: act.Reason})
+		case runstatus.TaskDone, runstatus.TaskSkipped:
+		default:
+			return fmt.Sprintf("not redispatched: task %s is %s in run %s, which runs it", act.TaskID, state, runID), nil
+		}
+	}
+	id := taskapi.WorkflowID(act.TaskID)
+	tdesc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	again := true
+	switch {
+	case errors.As(err, &nf):
+		again = false // the run never started it
+	case err != nil:
+		return "", fmt.Errorf("describe %s: %w", id, err)
+	default:
+		info := tdesc.GetWorkflowExecutionInfo()
+		if memoAttempt(info.GetMemo().GetFields()) >= act.Attempt {
+			return fmt.Sprintf("already redispatched: run %s is dispatch %d", info.GetExecution().GetRunId(), act.Attempt), nil
+		}
+		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return fmt.Sprintf("not redispatched: %s is running (run %s started it)", id, runID), nil
+		}
+	}
+	res, err := a.start(ctx, in, again)
+	if err != nil {
+		return "", err
+	}
+	return res + ", outside run " + runID + ": the run's status.json is not changed and its dependents do not run again", nil
+}
+
+// retryInRun sends the retry update for one task to a running run.
+func (a *Activities) retryInRun(ctx context.Context, runID string, req runapi.TaskRequest) (string, error) {
+	h, err := a.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: runID, UpdateName: runapi.UpdateRetry, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr):
+		// The run refused it (the task changed since the query): a retry
+		// of this action would be refused the same way.
+		return "retry of task " + req.Task + " refused by run " + runID + ": " + appErr.Message(), nil
+	case err != nil:
+		return "", fmt.Errorf("retry task %s in run %s: %w", req.Task, runID, err)
+	}
+	return "retried task " + req.Task + " in run " + runID, nil
 }
 
 // abort aborts a task's workflow. A task of a run runs in a workflow of

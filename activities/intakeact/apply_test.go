@@ -10,10 +10,14 @@ import (
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
 	"karvi-edda-temporal/intake"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -63,4 +67,91 @@ func TestFollowerAbortsARunTaskOnceItStarted(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ended)
 	c.AssertExpectations(t)
+}
+
+// runOf answers the describe of a run workflow with the given status and
+// its status query with a document in which task holds state.
+func runOf(c *mocks.Client, runID string, status enumspb.WorkflowExecutionStatus, task string, state runstatus.TaskState) {
+	c.On("DescribeWorkflowExecution", mock.Anything, runID, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: status}}, nil)
+	v := &mocks.Value{}
+	v.On("Get", mock.Anything).Run(func(args mock.Arguments) {
+		*args.Get(0).(*runstatus.Status) = runstatus.Status{Tasks: map[string]*runstatus.Task{task: {Status: state}}}
+	}).Return(nil)
+	c.On("QueryWorkflow", mock.Anything, runID, "", runapi.QueryStatus).Return(v, nil).Maybe()
+}
+
+func redispatchOfRunTask(task string) intakeapi.ApplyInput {
+	d := mapping.DispatchPlan{}
+	return intakeapi.ApplyInput{TaskQueue: "q", Action: intake.Action{
+		Kind: intake.KindRedispatch, TaskID: task, WorkflowID: "karvi-run-proj-1", Attempt: 2,
+		Dispatch: &d, Reason: "sent back by the board"}}
+}
+
+// A run's task that failed in a run still running is sent back: the run
+// is asked to retry it (its status.json follows, its dependents run
+// after it), as `starter run retry` would.
+func TestApplyRedispatchRetriesAFailedTaskInItsRun(t *testing.T) {
+	c := &mocks.Client{}
+	runOf(c, "karvi-run-proj-1", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, "R1", runstatus.TaskFailed)
+	h := &mocks.WorkflowUpdateHandle{}
+	h.On("Get", mock.Anything, nil).Return(nil)
+	c.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
+		return o.WorkflowID == "karvi-run-proj-1" && o.UpdateName == runapi.UpdateRetry &&
+			len(o.Args) == 1 && o.Args[0] == runapi.TaskRequest{Task: "R1", Reason: "sent back by the board"}
+	})).Return(h, nil).Once()
+	a := &Activities{Temporal: c}
+	res, err := a.Apply(context.Background(), redispatchOfRunTask("R1"))
+	require.NoError(t, err)
+	require.Equal(t, "retried task R1 in run karvi-run-proj-1", res.Result)
+	c.AssertExpectations(t)
+}
+
+// A run's task that is queued or running in its run again (the retry was
+// already sent) is left to the run: nothing is sent twice.
+func TestApplyRedispatchLeavesARunTaskItsRunRunsAgain(t *testing.T) {
+	c := &mocks.Client{}
+	runOf(c, "karvi-run-proj-1", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, "R1", runstatus.TaskQueued)
+	a := &Activities{Temporal: c}
+	res, err := a.Apply(context.Background(), redispatchOfRunTask("R1"))
+	require.NoError(t, err)
+	require.Equal(t, "not redispatched: task R1 is queued in run karvi-run-proj-1, which runs it", res.Result)
+	c.AssertExpectations(t)
+}
+
+// A run's task sent back after its run ended, or after it completed in
+// its run, runs again on its own with the next attempt; the answer says
+// it runs outside the run.
+func TestApplyRedispatchStartsARunTaskOnItsOwn(t *testing.T) {
+	for name, run := range map[string]struct {
+		status enumspb.WorkflowExecutionStatus
+		state  runstatus.TaskState
+	}{
+		"run ended":          {enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, runstatus.TaskFailed},
+		"task done in a run": {enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, runstatus.TaskDone},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &mocks.Client{}
+			runOf(c, "karvi-run-proj-1", run.status, "R1", run.state)
+			c.On("DescribeWorkflowExecution", mock.Anything, "karvi-task-R1", "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+				WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED}}, nil)
+			prev := &mocks.WorkflowRun{}
+			prev.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+				*args.Get(1).(*taskapi.Result) = taskapi.Result{Attempt: 1}
+			}).Return(nil)
+			c.On("GetWorkflow", mock.Anything, "karvi-task-R1", "").Return(prev)
+			started := &mocks.WorkflowRun{}
+			started.On("GetRunID").Return("run-2")
+			c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
+				return o.ID == "karvi-task-R1" && o.WorkflowIDReusePolicy == enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
+			}), taskapi.TaskWorkflowName, mock.MatchedBy(func(in taskapi.TaskInput) bool { return in.Attempt == 2 })).
+				Return(started, nil).Once()
+			a := &Activities{Temporal: c}
+			res, err := a.Apply(context.Background(), redispatchOfRunTask("R1"))
+			require.NoError(t, err)
+			require.Equal(t, "started karvi-task-R1 run run-2 (attempt 2), outside run karvi-run-proj-1: "+
+				"the run's status.json is not changed and its dependents do not run again", res.Result)
+			c.AssertExpectations(t)
+		})
+	}
 }
