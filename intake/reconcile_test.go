@@ -381,3 +381,11 @@ func TestReconcileRedispatchWithBadPlanBlocks(t *testing.T) {
 	c, _ := st.Claim("A")
 	assert.Equal(t, PhaseRefused, c.Phase)
 }
+
+// The claim keeps the run id of the workflow whose end it recorded.
+func TestEndedKeepsTheWorkflowsRunID(t *testing.T) {
+	st := State{Claims: []Claim{{TaskID: "A", Phase: PhaseRunning, Attempt: 1}}}
+	st = st.EndedAs("A", StatusCompleted, "run-1")
+	require.Equal(t, PhaseEnded, st.Claims[0].Phase)
+	require.Equal(t, "run-1", st.Claims[0].EndedRunID)
+}

@@ -51,8 +51,12 @@ type Claim struct {
 	// longer shows it.
 	Settled bool `json:"settled,omitempty"`
 	// Aborted records that an abort was asked, so it is asked once.
-	Aborted bool   `json:"aborted,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Aborted bool `json:"aborted,omitempty"`
+	// EndedRunID is the run id of the task workflow whose end was last
+	// recorded: after a send-back, that closed workflow is not the new
+	// attempt's, and is not taken for its end.
+	EndedRunID string `json:"endedRunId,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // RunClaim is one project turned into a run.
@@ -91,12 +95,18 @@ func (s State) Run(projectID string) (RunClaim, bool) {
 // repeated report is harmless. The workflow must write final only as its
 // last status write: a board that shows it is then past the end.
 func (s State) Ended(taskID, final string) State {
+	return s.EndedAs(taskID, final, "")
+}
+
+// EndedAs is Ended for the task workflow of run id runID.
+func (s State) EndedAs(taskID, final, runID string) State {
 	out := s.clone()
 	for i := range out.Claims {
 		if out.Claims[i].TaskID == taskID && out.Claims[i].Phase == PhaseRunning {
 			out.Claims[i].Phase = PhaseEnded
 			out.Claims[i].Final = final
 			out.Claims[i].Settled = false
+			out.Claims[i].EndedRunID = runID
 		}
 	}
 	return out

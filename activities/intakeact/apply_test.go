@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -154,4 +155,26 @@ func TestApplyRedispatchStartsARunTaskOnItsOwn(t *testing.T) {
 			c.AssertExpectations(t)
 		})
 	}
+}
+
+// A task sent back after its workflow closed is followed from its next
+// workflow on: until that starts, the closed one (the run id the claim
+// keeps from its end) is not reported ended again, for a task of a run
+// (whose children carry no intake memo) as for a task on its own.
+func TestFollowerDoesNotReportTheEndedWorkflowOfASentBackTask(t *testing.T) {
+	c := &mocks.Client{}
+	closed := func(runID string) *workflowservice.DescribeWorkflowExecutionResponse {
+		return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+			Execution: &commonpb.WorkflowExecution{RunId: runID}, Status: enumspb.WORKFLOW_EXECUTION_STATUS_FAILED}}
+	}
+	c.On("DescribeWorkflowExecution", mock.Anything, "karvi-task-R4", "").Return(closed("old-r4"), nil)
+	c.On("DescribeWorkflowExecution", mock.Anything, "karvi-task-R5", "").Return(closed("new-r5"), nil)
+	a := &Activities{Temporal: c}
+	ended, err := a.ended(context.Background(), intake.State{Claims: []intake.Claim{
+		{TaskID: "R4", RunWorkflowID: "karvi-run-p", Phase: intake.PhaseRunning, Attempt: 2, EndedRunID: "old-r4"},
+		{TaskID: "R5", RunWorkflowID: "karvi-run-p", Phase: intake.PhaseRunning, Attempt: 2, EndedRunID: "old-r5"},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []intakeapi.Ended{{TaskID: "R5", How: "failed", RunID: "new-r5"}}, ended,
+		"R4's only workflow is the one that ended before; R5's new one ended")
 }

@@ -287,7 +287,12 @@ func (a *Activities) ended(ctx context.Context, st intake.State) ([]intakeapi.En
 		if c.RunWorkflowID == "" && c.Attempt > 1 && memoAttempt(info.GetMemo().GetFields()) < c.Attempt {
 			continue // the redispatch has not started its workflow yet
 		}
-		e := intakeapi.Ended{TaskID: c.TaskID, How: closeWords(info.GetStatus())}
+		if c.Attempt > 1 && c.EndedRunID != "" && info.GetExecution().GetRunId() == c.EndedRunID {
+			// Sent back, and neither the run nor the intake has started
+			// the task's next workflow yet: this is the one that ended.
+			continue
+		}
+		e := intakeapi.Ended{TaskID: c.TaskID, How: closeWords(info.GetStatus()), RunID: info.GetExecution().GetRunId()}
 		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 			var r taskapi.Result
 			if err := a.Temporal.GetWorkflow(ctx, id, info.GetExecution().GetRunId()).Get(ctx, &r); err == nil {

@@ -170,6 +170,8 @@ type Ended struct {
 	Final  string `json:"final"`
 	// How is the workflow's close status (completed, failed, terminated...).
 	How string `json:"how"`
+	// RunID is the run id of the workflow that closed.
+	RunID string `json:"runId,omitempty"`
 }
 
 // ApplyInput carries out one action.

@@ -122,7 +122,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 		problem, refused = res.Problem, res.Unauthorized
 		workflow.SetCurrentDetails(ctx, details(in, problem, refused))
 		for _, e := range res.Ended {
-			in.State = in.State.Ended(e.TaskID, e.Final)
+			in.State = in.State.EndedAs(e.TaskID, e.Final, e.RunID)
 			in.Counts.EndsSeen++
 			remember(&in, intakeapi.Note{Kind: "ended", TaskID: e.TaskID, Result: endWords(e), At: workflow.Now(ctx)})
 		}
