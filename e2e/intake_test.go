@@ -394,6 +394,12 @@ func TestIntakeProjectBecomesRun(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The intake names the run when it claims the project; the activity
+	// that starts it may still be on its way.
+	require.Eventually(t, func() bool {
+		_, err := r.Client.DescribeWorkflowExecution(ctx, wf, "")
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the run %s started", wf)
 	var doc runstatus.Status
 	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
 	require.Equal(t, runstatus.RunComplete, doc.Status)
