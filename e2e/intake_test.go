@@ -299,6 +299,28 @@ func TestIntakeBoardCancelAborts(t *testing.T) {
 	require.Equal(t, 1, runsOf(t, r, id))
 }
 
+// waitClaimEnded waits until the intake has recorded the end of task id's
+// workflow.
+func waitClaimEnded(t *testing.T, r *testrig.Rig, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, c := range intakeStatus(t, r).Claims {
+			if c.TaskID == id && c.Phase == "ended" {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 200*time.Millisecond, "the intake saw %s's workflow end", id)
+}
+
+// sendBack sends task id back for another try as a reviewer does:
+// needs_revision, then in_progress.
+func sendBack(t *testing.T, r *testrig.Rig, id string) {
+	t.Helper()
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
+	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+}
+
 // A finished task sent back on the board (completed -> needs_revision ->
 // in_progress, as a reviewer does) runs a second attempt, once.
 func TestIntakeBoardSendBackRedispatches(t *testing.T) {
@@ -308,16 +330,8 @@ func TestIntakeBoardSendBackRedispatches(t *testing.T) {
 	r.Workspace(id)
 	postProject(t, r, "to send back", eddaTask(id))
 	waitKarvi(t, r, "completed", id)
-	require.Eventually(t, func() bool {
-		for _, c := range intakeStatus(t, r).Claims {
-			if c.TaskID == id && c.Phase == "ended" {
-				return true
-			}
-		}
-		return false
-	}, time.Minute, 200*time.Millisecond)
-	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
-	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+	waitClaimEnded(t, r, id)
+	sendBack(t, r, id)
 
 	require.Eventually(t, func() bool { return runsOf(t, r, id) == 2 }, time.Minute, 300*time.Millisecond, "a second run")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -578,17 +592,9 @@ func TestIntakeRunTaskSentBackAfterItsRunRunsOnItsOwn(t *testing.T) {
 	require.NoError(t, r.Client.GetWorkflow(ctx, wf, "").Get(ctx, &doc))
 	require.Equal(t, runstatus.RunComplete, doc.Status)
 	waitKarvi(t, r, "completed", id)
-	require.Eventually(t, func() bool {
-		for _, c := range intakeStatus(t, r).Claims {
-			if c.TaskID == id && c.Phase == "ended" {
-				return true
-			}
-		}
-		return false
-	}, time.Minute, 200*time.Millisecond)
+	waitClaimEnded(t, r, id)
 
-	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "needs_revision"})
-	boardPost(t, r, "/api/tasks/"+id+"/status", map[string]any{"status": "in_progress"})
+	sendBack(t, r, id)
 	require.Eventually(t, func() bool { return runsOf(t, r, id) == 2 }, time.Minute, 300*time.Millisecond, "a second run")
 	var res taskapi.Result
 	require.NoError(t, r.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res))
@@ -640,24 +646,23 @@ func TestIntakeRunTaskFailedSentBackIsRetriedByItsRun(t *testing.T) {
 	require.Eventually(t, func() bool { return runDoc().Tasks[ids[0]].Status == runstatus.TaskFailed },
 		2*time.Minute, 300*time.Millisecond, "the task fails in its run")
 	waitKarvi(t, r, "blocked", ids[0])
-	require.Eventually(t, func() bool {
-		for _, c := range intakeStatus(t, r).Claims {
-			if c.TaskID == ids[0] && c.Phase == "ended" {
-				return true
-			}
-		}
-		return false
-	}, time.Minute, 200*time.Millisecond)
+	waitClaimEnded(t, r, ids[0])
 
 	// The run ran it as several workflow runs of its id (its loops).
 	before := runsOf(t, r, ids[0])
 	boardPost(t, r, "/api/tasks/"+ids[0]+"/status", map[string]any{"status": "in_progress"})
 	require.Eventually(t, func() bool { return runsOf(t, r, ids[0]) > before }, time.Minute, 300*time.Millisecond, "the run starts it again")
+	// The run may start it before the intake has recorded its action's
+	// answer: wait for that answer, then check there is one.
 	var results []string
-	for _, n := range intakeStatus(t, r).Recent {
-		if n.Kind == "redispatch" {
-			results = append(results, n.Result)
+	require.Eventually(t, func() bool {
+		results = nil
+		for _, n := range intakeStatus(t, r).Recent {
+			if n.Kind == "redispatch" {
+				results = append(results, n.Result)
+			}
 		}
-	}
+		return len(results) > 0
+	}, time.Minute, 200*time.Millisecond, "the intake recorded the send-back's answer")
 	require.Equal(t, []string{"retried task " + ids[0] + " in run " + wf}, results)
 }
