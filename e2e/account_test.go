@@ -60,7 +60,7 @@ func TestAccountLimitPausesEveryTaskOnTheAccount(t *testing.T) {
 	t.Cleanup(func() {
 		_ = r.Client.TerminateWorkflow(context.Background(), accountapi.WorkflowID(account), "", "test cleanup")
 	})
-	tuning := &workflows.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
+	tuning := &taskapi.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
 	ids := []string{"AC1", "AC2", "AC3"}
 	msgs := map[string]string{
 		"AC1": "Limited. [sim phase=implement delay=2s] [sim phase=test limit resets=15s]",
@@ -70,9 +70,9 @@ func TestAccountLimitPausesEveryTaskOnTheAccount(t *testing.T) {
 	runs := map[string]client.WorkflowRun{}
 	for _, id := range ids {
 		r.Workspace(id)
-		runs[id] = r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, id, msgs[id]), Account: account, Tuning: tuning})
+		runs[id] = r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, id, msgs[id]), Account: account, Tuning: tuning})
 	}
-	paused := map[string]workflows.Status{}
+	paused := map[string]taskapi.Status{}
 	require.Eventually(t, func() bool {
 		for _, id := range ids {
 			st, err := r.Status(id)
@@ -99,7 +99,7 @@ func TestAccountLimitPausesEveryTaskOnTheAccount(t *testing.T) {
 	require.NoError(t, r.KillWorker())
 	r.StartWorker()
 	r.Workspace("AC4")
-	late := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "AC4", "Late. [sim checks=pass]"), Account: account, Tuning: tuning})
+	late := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "AC4", "Late. [sim checks=pass]"), Account: account, Tuning: tuning})
 	require.Eventually(t, func() bool {
 		st, err := r.Status("AC4")
 		return err == nil && st.Pause != nil
@@ -134,14 +134,14 @@ func TestPausedTaskGivesItsSlotToTheNextInLine(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	pool := r.PoolName("pause")
 	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
-	tuning := &workflows.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
+	tuning := &taskapi.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
 	r.Workspace("SPA")
 	r.Workspace("SPB")
-	a := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "SPA", "Limited. [sim phase=test limit resets=5s]"),
-		Slots: &workflows.SlotRequest{Pool: pool}, Account: "acct-spa", Tuning: tuning})
+	a := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "SPA", "Limited. [sim phase=test limit resets=5s]"),
+		Slots: &taskapi.SlotRequest{Pool: pool}, Account: "acct-spa", Tuning: tuning})
 	r.WaitPool(pool, "A holds the slot", func(v slotapi.View) bool { return len(v.Holders) == 1 })
-	b := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "SPB", "Other account. [sim checks=pass]"),
-		Slots: &workflows.SlotRequest{Pool: pool}, Account: "acct-spb", Tuning: tuning})
+	b := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "SPB", "Other account. [sim checks=pass]"),
+		Slots: &taskapi.SlotRequest{Pool: pool}, Account: "acct-spb", Tuning: tuning})
 	r.WaitPool(pool, "B holds the slot while A is paused", func(v slotapi.View) bool {
 		return len(v.Holders) == 1 && v.Holders[0].Task == "SPB"
 	})
@@ -169,12 +169,12 @@ func TestAccountResumeEndsEveryPause(t *testing.T) {
 	t.Cleanup(func() {
 		_ = r.Client.TerminateWorkflow(context.Background(), accountapi.WorkflowID(account), "", "test cleanup")
 	})
-	tuning := &workflows.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
+	tuning := &taskapi.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
 	r.Workspace("AR1")
 	r.Workspace("AR2")
-	r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "AR1", "Limited. [sim phase=implement delay=2s] [sim phase=test limit resets=10m]"),
+	r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "AR1", "Limited. [sim phase=implement delay=2s] [sim phase=test limit resets=10m]"),
 		Account: account, Tuning: tuning})
-	b := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "AR2", "Slow tests. [sim phase=test delay=6s]"), Account: account, Tuning: tuning})
+	b := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "AR2", "Slow tests. [sim phase=test delay=6s]"), Account: account, Tuning: tuning})
 	require.Eventually(t, func() bool {
 		st, err := r.Status("AR2")
 		return err == nil && st.Pause != nil

@@ -18,7 +18,6 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -39,7 +38,7 @@ func TestRunBudgetBlocksTheRun(t *testing.T) {
 	 {"id":"bud-c","title":"C","depends":["bud-a"]},{"id":"bud-d","title":"D"}]}`
 	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile),
 		Budget: &costs.Budget{LimitUSD: 0.5, Action: costs.Block},
-		Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+		Tuning: &taskapi.Tuning{CheckpointEvery: 100 * time.Millisecond}})
 	doc := r.RunResult(wr, 2*time.Minute)
 
 	require.Equal(t, runstatus.RunPartial, doc.Status)
@@ -75,10 +74,10 @@ func TestRunBudgetBlocksTheRun(t *testing.T) {
 func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 	t.Parallel()
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
-	tuning := &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}
-	blocked := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-block", "Spend too much. [sim phase=docs delay=60s]"),
+	tuning := &taskapi.Tuning{CheckpointEvery: 100 * time.Millisecond}
+	blocked := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "bud-block", "Spend too much. [sim phase=docs delay=60s]"),
 		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Block}, Tuning: tuning})
-	warned := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-warn", "Spend a lot."),
+	warned := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "bud-warn", "Spend a lot."),
 		Budget: &costs.Budget{LimitUSD: 0.45, Action: costs.Warn}, Tuning: tuning})
 
 	res := r.Result(blocked)
@@ -114,9 +113,9 @@ func TestTaskBudgetBlocksAndWarns(t *testing.T) {
 // same plan completes as attempt 1, the phases that passed not run again.
 func TestTaskBudgetPauseWaitsForBudgetSet(t *testing.T) {
 	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
-	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "bud-pause", "Spend, then wait."),
-		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Pause}, Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
-	var st workflows.Status
+	run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "bud-pause", "Spend, then wait."),
+		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Pause}, Tuning: &taskapi.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+	var st taskapi.Status
 	require.Eventually(t, func() bool {
 		s, err := r.Status("bud-pause")
 		st = s

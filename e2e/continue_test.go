@@ -10,7 +10,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A long event stream makes the workflow continue-as-new several times on a
@@ -21,7 +21,7 @@ func TestContinueAsNewOnLongRun(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	r.Workspace("T11")
 	d := testrig.Dispatch(t, "T11", "Chatty agent. [sim phase=implement events=300 delay=6s]")
-	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+	run := r.StartInput(taskapi.TaskInput{Dispatch: d, Tuning: &taskapi.Tuning{
 		ContinueAsNewAfterPolls: 4, CheckpointEvery: 100 * time.Millisecond}})
 	// run.Get follows the chain of continued runs to the last one.
 	res := r.Result(run)

@@ -19,7 +19,6 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 
@@ -41,8 +40,8 @@ func TestEventsFollowAcrossWorkerKill(t *testing.T) {
 		` [sim phase=implement crash=1 error="agent leaked ` + key + ` and password=` + password + `"]` +
 		" [sim phase=test delay=4s events=4]"
 	// The workflow continues as new every two checkpoints, too.
-	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, id, msg),
-		Tuning: &workflows.Tuning{ContinueAsNewAfterPolls: 2, CheckpointEvery: 200 * time.Millisecond}})
+	run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, id, msg),
+		Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 2, CheckpointEvery: 200 * time.Millisecond}})
 
 	starter, err := devenv.Binary("starter")
 	require.NoError(t, err)
@@ -64,7 +63,7 @@ func TestEventsFollowAcrossWorkerKill(t *testing.T) {
 	// The worker dies while the test phase runs and the follower prints
 	// it; the conductor writes on meanwhile (its progress events) and the
 	// new worker takes up the tail.
-	r.WaitFor(id, "a continue-as-new", func(s workflows.Status) bool { return s.ContinuedAsNew > 0 })
+	r.WaitFor(id, "a continue-as-new", func(s taskapi.Status) bool { return s.ContinuedAsNew > 0 })
 	phase := r.WaitPhase(id, "test")
 	events := r.EventsPath(id, phase.PlanName)
 	waitUntil(t, "the follower prints the test phase", func() bool {

@@ -16,10 +16,10 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/intentapi"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // An attempt is unique for the life of its task: every new workflow of a
@@ -68,7 +68,7 @@ func TestRunLoopAfterARedispatchStartsANewConductor(t *testing.T) {
 	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(`{"slug":"idloop","title":"Loop","tasks":[
 	 {"id":"idl-a","title":"A","description":"[sim phase=test fail]"}]}`)})
 	r.WaitPhase("idl-a", "implement")
-	require.NoError(t, r.Signal("idl-a", workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: "test"}))
+	require.NoError(t, r.Signal("idl-a", taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "test"}))
 	doc := r.RunResult(wr, 5*time.Minute)
 	a := doc.Tasks["idl-a"]
 	require.Equal(t, runstatus.TaskFailed, a.Status)
@@ -111,14 +111,14 @@ func TestStarterStartAfterTheTaskEndedStartsANewAttempt(t *testing.T) {
 	file := in.dispatch("IDS-T", "Tidy.")
 	out := in.starter("start", file)
 	require.Contains(t, out, "(attempt 1, plan karvi-ids-t-")
-	first := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID("IDS-T"), ""))
+	first := r.Result(r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID("IDS-T"), ""))
 	require.Equal(t, mapping.TaskCompleted, first.Outcome.TaskStatus)
 
 	out = in.starter("start", file)
 	require.Contains(t, out, "task IDS-T ran before (workflow karvi-task-IDS-T run ")
 	require.Contains(t, out, "ended completed on attempt 1): starting a new attempt")
 	require.Contains(t, out, "(attempt 2, plan ")
-	second := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID("IDS-T"), ""))
+	second := r.Result(r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID("IDS-T"), ""))
 	require.Equal(t, mapping.TaskCompleted, second.Outcome.TaskStatus)
 	require.Equal(t, 2, second.Attempt)
 	require.True(t, strings.Contains(out, "plan "+second.PlanName+")"), "the output names the new attempt's plan:\n%s", out)
@@ -134,12 +134,12 @@ func TestTwoWorkflowsOfATaskGetFreshSlots(t *testing.T) {
 	pool := r.PoolName("ident")
 	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
 	for i := 1; i <= 2; i++ {
-		run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "sl-id-a", "Again."),
-			Slots: &workflows.SlotRequest{Pool: pool}})
+		run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "sl-id-a", "Again."),
+			Slots: &taskapi.SlotRequest{Pool: pool}})
 		// Meanwhile another task waits in line: the one slot is the first
 		// workflow's, then the second's, never both.
-		other := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "sl-id-b"+string(rune('0'+i)), "Waits."),
-			Slots: &workflows.SlotRequest{Pool: pool}})
+		other := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "sl-id-b"+string(rune('0'+i)), "Waits."),
+			Slots: &taskapi.SlotRequest{Pool: pool}})
 		res := r.Result(run)
 		require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus, "workflow %d: %s", i, res.Outcome.LastError)
 		require.Equal(t, mapping.TaskCompleted, r.Result(other).Outcome.TaskStatus)

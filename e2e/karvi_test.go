@@ -18,7 +18,7 @@ import (
 
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 const karviToken = "e2e-karvi-token-7c1f"
@@ -111,7 +111,7 @@ func TestKarviRedispatchOfCompletedTask(t *testing.T) {
 	require.EqualValues(t, "completed", first.Outcome.TaskStatus)
 	require.Equal(t, "completed", r.KarviStatus("T6"))
 
-	second := r.Result(r.StartInput(workflows.TaskInput{Dispatch: d, Attempt: 2}))
+	second := r.Result(r.StartInput(taskapi.TaskInput{Dispatch: d, Attempt: 2}))
 	require.EqualValues(t, "completed", second.Outcome.TaskStatus)
 	require.Equal(t, 2, second.Attempt)
 	require.Equal(t, "completed", r.KarviStatus("T6"))
@@ -226,7 +226,7 @@ func TestKarviCancelledOnBoardStaysCancelled(t *testing.T) {
 	run := r.Start(testrig.Dispatch(t, id, "Long task. [sim phase=implement delay=60s]"))
 	r.WaitPhase(id, "implement")
 	require.NoError(t, k.SetStatus(id, "cancelled", "not wanted any more"))
-	require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{Reason: "cancelled on the board"}))
+	require.NoError(t, r.Signal(id, taskapi.SignalAbort, taskapi.AbortSignal{Reason: "cancelled on the board"}))
 	res, err := r.ResultErr(run)
 	require.NoError(t, err, "the workflow ends cleanly")
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)

@@ -15,7 +15,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // The worker's /metrics after two tasks ran on the simulator: the SDK's
@@ -30,8 +30,8 @@ func TestWorkerServesMetrics(t *testing.T) {
 	for _, id := range ids {
 		r.Workspace(id)
 		// Both wait for a slot of a pool of their own, so its gauges show.
-		runs = append(runs, r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, id, "Metrics task "+id+"."),
-			Slots: &workflows.SlotRequest{Pool: "metrics-" + r.Queue}}))
+		runs = append(runs, r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, id, "Metrics task "+id+"."),
+			Slots: &taskapi.SlotRequest{Pool: "metrics-" + r.Queue}}))
 	}
 	events, patches := 0, 0
 	for i, run := range runs {

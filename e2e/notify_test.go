@@ -26,7 +26,7 @@ func TestWebhookHearsBlockedAndRunEndedOnce(t *testing.T) {
 		Env:        []string{"KARVI_EDDA_NOTIFY_SECRET=hook-secret"},
 		WorkerArgs: []string{"-notify-url", hook.srv.URL}})
 	r.Workspace("NB1")
-	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "NB1", "Fix the flaky test. [sim phase=test fail]")})
+	run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "NB1", "Fix the flaky test. [sim phase=test fail]")})
 	res := r.Result(run)
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 

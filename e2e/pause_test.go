@@ -19,8 +19,8 @@ import (
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // An agent that hits its usage limit in the implement phase, as Claude
@@ -34,10 +34,10 @@ func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
 		WorkerArgs: []string{"-notify-url", hook.srv.URL}})
 	r.Workspace("T40")
 	d := testrig.Dispatch(t, "T40", "Add user authentication with JWT. [sim phase=test limit resets=3s]")
-	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+	run := r.StartInput(taskapi.TaskInput{Dispatch: d, Tuning: &taskapi.Tuning{
 		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
 
-	var paused workflows.Status
+	var paused taskapi.Status
 	require.Eventually(t, func() bool {
 		st, err := r.Status("T40")
 		if err == nil && st.Pause != nil {
@@ -46,7 +46,7 @@ func TestUsageLimitPausesAndResumesTheSamePlan(t *testing.T) {
 		}
 		return false
 	}, 30*time.Second, 50*time.Millisecond, "the task must pause")
-	require.Equal(t, workflows.StagePaused, paused.Stage)
+	require.Equal(t, taskapi.StagePaused, paused.Stage)
 	require.Equal(t, "usage_limit", paused.Pause.Reason)
 	require.Equal(t, "test", paused.Pause.Phase)
 	require.Equal(t, "sign:rate_limit_event", paused.Pause.Source)
@@ -141,7 +141,7 @@ func TestUsageLimitPauseSurvivesTheWorker(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	r.Workspace("T41")
 	d := testrig.Dispatch(t, "T41", "Add user authentication with JWT. [sim phase=docs limit resets=2s]")
-	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+	run := r.StartInput(taskapi.TaskInput{Dispatch: d, Tuning: &taskapi.Tuning{
 		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
 	require.Eventually(t, func() bool {
 		st, err := r.Status("T41")
@@ -180,7 +180,7 @@ func TestUsageLimitOtherFormsPause(t *testing.T) {
 			r := testrig.New(t, testrig.Options{})
 			r.Workspace("T42")
 			d := testrig.Dispatch(t, "T42", "Add user authentication with JWT. [sim phase=implement limit="+tc.form+" resets=2s]")
-			run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{
+			run := r.StartInput(taskapi.TaskInput{Dispatch: d, Tuning: &taskapi.Tuning{
 				PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
 			res := r.Result(run)
 			require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
@@ -204,7 +204,7 @@ func TestCheckMentioningRateLimitIsNoPause(t *testing.T) {
 	r := testrig.New(t, testrig.Options{})
 	r.Workspace("T43")
 	d := testrig.Dispatch(t, "T43", `Add a rate limiter. [sim phase=implement fail error="exit 1: --- FAIL: TestLimiter: expected 429 Too Many Requests, rate limit exceeded, retry after 5s"]`)
-	res := r.Result(r.StartInput(workflows.TaskInput{Dispatch: d}))
+	res := r.Result(r.StartInput(taskapi.TaskInput{Dispatch: d}))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Contains(t, res.Outcome.LastError, "TestLimiter")
 	st, err := r.Status("T43")
@@ -221,7 +221,7 @@ func TestRunShowsAPausedTask(t *testing.T) {
 	 {"id":"pz-a","title":"A","description":"[sim phase=test limit resets=4s]"},
 	 {"id":"pz-b","title":"B","depends":["pz-a"]}]}`
 	statusPath := activities.RunStatusPath(r.WorkRoot, "pz")
-	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &workflows.Tuning{
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &taskapi.Tuning{
 		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
 	var seen runstatus.Status
 	require.Eventually(t, func() bool {

@@ -21,9 +21,9 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // slotRun is a run file of n independent tasks ids prefix-00.. with room
@@ -64,7 +64,7 @@ func TestSlotPoolCapsConductorsAcrossRuns(t *testing.T) {
 				continue // granted meanwhile, or its request still on its way
 			}
 			require.Equal(t, pool, s.Slot.Pool)
-			require.Equal(t, workflows.StagePrepare, s.Stage)
+			require.Equal(t, taskapi.StagePrepare, s.Stage)
 			details := r.CurrentDetails(w.Task)
 			if strings.Contains(details, "Waiting for a slot (position ") {
 				require.Contains(t, details, " in pool "+pool+")")
@@ -95,8 +95,8 @@ func TestSlotPoolCapsConductorsAcrossRuns(t *testing.T) {
 // startSlotTasks starts one single task per id, each waiting for pool.
 func startSlotTasks(r *testrig.Rig, pool, message string, ids ...string) {
 	for _, id := range ids {
-		r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(r.T(), id, message),
-			Slots: &workflows.SlotRequest{Pool: pool}})
+		r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(r.T(), id, message),
+			Slots: &taskapi.SlotRequest{Pool: pool}})
 	}
 }
 
@@ -140,7 +140,7 @@ func TestSlotLimitChangesTakeEffectAtOnce(t *testing.T) {
 	v = r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
 	require.Equal(t, line[:3], holders(v), "lowering the limit takes no slot back")
 	for i, id := range line[:3] {
-		require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{Reason: "free a slot"}))
+		require.NoError(t, r.Signal(id, taskapi.SignalAbort, taskapi.AbortSignal{Reason: "free a slot"}))
 		v = r.WaitPool(pool, id+" released", func(v slotapi.View) bool { return !slices.Contains(holders(v), id) })
 		if i < 2 {
 			require.Equal(t, line[3:], waiters(v), "nothing granted while the holders are at or over the new limit")
@@ -149,9 +149,9 @@ func TestSlotLimitChangesTakeEffectAtOnce(t *testing.T) {
 	v = r.WaitPool(pool, "the last task granted", func(v slotapi.View) bool { return len(v.Holders) > 0 })
 	require.Equal(t, line[3:], holders(v))
 	require.Empty(t, v.Waiters)
-	require.NoError(t, r.Signal(line[3], workflows.SignalAbort, workflows.AbortSignal{Reason: "test over"}))
+	require.NoError(t, r.Signal(line[3], taskapi.SignalAbort, taskapi.AbortSignal{Reason: "test over"}))
 	for _, id := range ids {
-		res := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID(id), ""))
+		res := r.Result(r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID(id), ""))
 		require.Equal(t, mapping.MsgUserAbort, res.Outcome.LastError, id)
 	}
 	during.Stop(t)
@@ -180,13 +180,13 @@ func TestSlotOfATerminatedTaskGoesToTheNextInLine(t *testing.T) {
 	startSlotTasks(r, pool, "Hangs. [sim phase=implement hang=forever]", "sl-term-a")
 	r.WaitPool(pool, "a holds the slot", func(v slotapi.View) bool { return len(v.Holders) == 1 })
 	startSlotTasks(r, pool, "Waits.", "sl-term-b")
-	r.WaitFor("sl-term-b", "b waiting in line", func(s workflows.Status) bool { return s.Slot != nil && s.Slot.State == "waiting" })
+	r.WaitFor("sl-term-b", "b waiting in line", func(s taskapi.Status) bool { return s.Slot != nil && s.Slot.State == "waiting" })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, r.Client.TerminateWorkflow(ctx, workflows.WorkflowID("sl-term-a"), "", "test: a task dies holding its slot"))
+	require.NoError(t, r.Client.TerminateWorkflow(ctx, taskapi.WorkflowID("sl-term-a"), "", "test: a task dies holding its slot"))
 
-	res := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID("sl-term-b"), ""))
+	res := r.Result(r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID("sl-term-b"), ""))
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	v := r.WaitPool(pool, "every slot released", func(v slotapi.View) bool { return len(v.Holders) == 0 })
 	require.Empty(t, v.Waiters)
@@ -203,8 +203,8 @@ func TestSlotTimeoutEndsTheTaskBlocked(t *testing.T) {
 	r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
 	startSlotTasks(r, pool, "Hangs. [sim phase=implement hang=forever]", "sl-to-a")
 	r.WaitPool(pool, "a holds the slot", func(v slotapi.View) bool { return len(v.Holders) == 1 })
-	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "sl-to-b", "Waits briefly."),
-		Slots: &workflows.SlotRequest{Pool: pool, Timeout: 2 * time.Second}})
+	run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "sl-to-b", "Waits briefly."),
+		Slots: &taskapi.SlotRequest{Pool: pool, Timeout: 2 * time.Second}})
 	res := r.Result(run)
 	require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
 	require.Equal(t, "no agent slot in pool "+pool+" within 2s: timeout", res.Outcome.LastError)
@@ -215,7 +215,7 @@ func TestSlotTimeoutEndsTheTaskBlocked(t *testing.T) {
 	require.Equal(t, []string{"sl-to-a"}, holders(v))
 	require.Empty(t, v.Waiters)
 	require.Equal(t, 1, v.Stats.Refused["timeout"])
-	require.NoError(t, r.Signal("sl-to-a", workflows.SignalAbort, workflows.AbortSignal{Reason: "test over"}))
+	require.NoError(t, r.Signal("sl-to-a", taskapi.SignalAbort, taskapi.AbortSignal{Reason: "test over"}))
 	r.WaitPool(pool, "a's slot released", func(v slotapi.View) bool { return len(v.Holders) == 0 })
 }
 

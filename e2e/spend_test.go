@@ -15,7 +15,7 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A phase whose checks always fail spends an agent call on every attempt:
@@ -74,9 +74,9 @@ func requireSharesSumTo100(t *testing.T, out string) {
 func TestTaskBudgetCountsFailedAttempts(t *testing.T) {
 	t.Parallel()
 	r := testrig.New(t, testrig.Options{Scenario: "fail=always delay=1s cost=0.20"})
-	run := r.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "spend-bud", "Fail expensively."),
+	run := r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "spend-bud", "Fail expensively."),
 		Budget: &costs.Budget{LimitUSD: 0.3, Action: costs.Block},
-		Tuning: &workflows.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+		Tuning: &taskapi.Tuning{CheckpointEvery: 100 * time.Millisecond}})
 	res := r.Result(run)
 	require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
 	require.Regexp(t, `^Budget exceeded \(\$0\.[4-6]0 spent of \$0\.30\)$`, res.Outcome.LastError)

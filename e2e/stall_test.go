@@ -18,7 +18,6 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )
@@ -27,7 +26,7 @@ import (
 // 6 s (no transcript line, so no event either), with a stall threshold of
 // 2 s and the given action, a webhook that counts notifications, and the
 // worker's metrics served at the URL it returns.
-func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, workflows.Result, string) {
+func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, taskapi.Result, string) {
 	hook := newHookReceiver(t, "hook-secret")
 	port, err := devenv.FreePort()
 	require.NoError(t, err)
@@ -37,9 +36,9 @@ func stallTask(t *testing.T, id, action string) (*testrig.Rig, *hookReceiver, wo
 	d := testrig.Dispatch(t, id, "Add user authentication with JWT. [sim phase=implement stall=6s]")
 	two, timeout := 2, 120
 	d.StallAfterSec, d.OnStall, d.TimeoutSec = &two, action, &timeout
-	run := r.StartInput(workflows.TaskInput{Dispatch: d, Tuning: &workflows.Tuning{CheckpointEvery: 200 * time.Millisecond}})
+	run := r.StartInput(taskapi.TaskInput{Dispatch: d, Tuning: &taskapi.Tuning{CheckpointEvery: 200 * time.Millisecond}})
 	if action == "warn" {
-		st := r.WaitFor(id, "the stall", func(s workflows.Status) bool { return s.Stall != nil })
+		st := r.WaitFor(id, "the stall", func(s taskapi.Status) bool { return s.Stall != nil })
 		require.Equal(t, "implement", st.Stall.Phase)
 		require.Equal(t, 2*time.Second, st.Stall.After)
 		require.Contains(t, r.CurrentDetails(id), "**stalled**: phase implement shows no event and no agent output since")
@@ -112,7 +111,7 @@ func TestStallRedispatchesAndAttemptTwoCompletes(t *testing.T) {
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, "last error: %s", res.Outcome.LastError)
 	require.Equal(t, 2, res.Attempt)
 	require.Len(t, res.Attempts, 2)
-	require.Equal(t, workflows.EndedRedispatched, res.Attempts[0].Ended)
+	require.Equal(t, taskapi.EndedRedispatched, res.Attempts[0].Ended)
 	require.Contains(t, res.Attempts[0].LastError, "phase implement stalled")
 	require.Equal(t, "completed", r.FileStatus("T61")["status"])
 	require.Empty(t, r.LiveConductors())
@@ -127,7 +126,7 @@ func TestStallAbortsTheTask(t *testing.T) {
 	require.Equal(t, mapping.PlanAborted, res.Outcome.PlanStatus)
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.True(t, strings.HasPrefix(res.Outcome.LastError, "Plan aborted on a stall: phase implement showed no progress"), res.Outcome.LastError)
-	require.Equal(t, workflows.EndedAborted, res.Attempts[0].Ended)
+	require.Equal(t, taskapi.EndedAborted, res.Attempts[0].Ended)
 	fs := r.FileStatus("T62")
 	require.Equal(t, "blocked", fs["status"])
 	blocker, _ := fs["blocker"].(map[string]any)
@@ -145,7 +144,7 @@ func TestRunWarnsOfAStalledTask(t *testing.T) {
 	runFile := `{"slug":"st","title":"Stalls","tasks":[
 	 {"id":"st-a","title":"A","description":"[sim phase=implement stall=6s]"},
 	 {"id":"st-b","title":"B","depends":["st-a"]}]}`
-	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &workflows.Tuning{CheckpointEvery: 200 * time.Millisecond}})
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &taskapi.Tuning{CheckpointEvery: 200 * time.Millisecond}})
 	v := r.WaitRun("st", "the stall", func(v runapi.View) bool {
 		a := v.Status.Tasks["st-a"]
 		return a != nil && !a.StalledAt.IsZero()

@@ -16,7 +16,7 @@ import (
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // Happy path: the brief equals example A's final brief (times aside), and
@@ -75,7 +75,7 @@ func TestAbortDuringPhase(t *testing.T) {
 	require.Len(t, hs, 1)
 	require.True(t, proc.GroupAlive(hs[0].PGID))
 
-	require.NoError(t, r.Signal("T7", workflows.SignalAbort, workflows.AbortSignal{}))
+	require.NoError(t, r.Signal("T7", taskapi.SignalAbort, taskapi.AbortSignal{}))
 	res := r.Result(run)
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
@@ -95,7 +95,7 @@ func TestRedispatchDuringPhase(t *testing.T) {
 	require.Len(t, hs, 1)
 	oldGroup := hs[0].PGID
 
-	require.NoError(t, r.Signal("T8", workflows.SignalRedispatch, workflows.RedispatchSignal{}))
+	require.NoError(t, r.Signal("T8", taskapi.SignalRedispatch, taskapi.RedispatchSignal{}))
 	res := r.Result(run)
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)

@@ -21,6 +21,7 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // truthCase is one way an attempt ends without a terminal event, and what
@@ -30,7 +31,7 @@ type truthCase struct {
 	message string
 	// act is done once the test phase runs (nil: the conductor ends alone);
 	// st is the status that saw it run.
-	act func(t *testing.T, r *testrig.Rig, id string, st workflows.Status)
+	act func(t *testing.T, r *testrig.Rig, id string, st taskapi.Status)
 	// lastError is the outcome's lastError, or its start.
 	lastError string
 	// settled names the phase the last patch must settle, "" when the
@@ -51,12 +52,12 @@ func truthCases() []truthCase {
 		{id: "TR-DIE", message: "A conductor that dies. [sim phase=test die]",
 			lastError: "Conductor crashed: conductor exited while phase test was running", settled: "test"},
 		{id: "TR-ABORT", message: "Aborted mid-phase. [sim phase=test hang=forever]",
-			act: func(t *testing.T, r *testrig.Rig, id string, _ workflows.Status) {
-				require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{Reason: "wrong branch"}))
+			act: func(t *testing.T, r *testrig.Rig, id string, _ taskapi.Status) {
+				require.NoError(t, r.Signal(id, taskapi.SignalAbort, taskapi.AbortSignal{Reason: "wrong branch"}))
 			},
 			lastError: mapping.MsgUserAbort, settled: "test"},
 		{id: "TR-KILLED", message: "Killed from outside. [sim phase=test hang=forever]",
-			act: func(t *testing.T, r *testrig.Rig, id string, st workflows.Status) {
+			act: func(t *testing.T, r *testrig.Rig, id string, st taskapi.Status) {
 				h, err := devenv.ReadHandle(r.WorkRoot, id, st.PlanName)
 				require.NoError(t, err)
 				require.Greater(t, h.PGID, 1)
@@ -69,7 +70,7 @@ func truthCases() []truthCase {
 
 // runTruthCases runs every case at once on one worker and returns their
 // results by task id.
-func runTruthCases(t *testing.T, r *testrig.Rig) map[string]workflows.Result {
+func runTruthCases(t *testing.T, r *testrig.Rig) map[string]taskapi.Result {
 	cases := truthCases()
 	runs := map[string]client.WorkflowRun{}
 	for _, c := range cases {
@@ -81,7 +82,7 @@ func runTruthCases(t *testing.T, r *testrig.Rig) map[string]workflows.Result {
 			c.act(t, r, c.id, r.WaitPhase(c.id, "test"))
 		}
 	}
-	res := map[string]workflows.Result{}
+	res := map[string]taskapi.Result{}
 	for _, c := range cases {
 		res[c.id] = r.Result(runs[c.id])
 		require.Equal(t, "blocked", string(res[c.id].Outcome.TaskStatus), c.id)
@@ -130,7 +131,7 @@ func requireBriefTellsTheTruth(t *testing.T, where string, brief map[string]any,
 
 // requireSettled checks the last patch a sink got settles the named phase
 // with the outcome's words, and that the log says so.
-func requireSettled(t *testing.T, where string, last map[string]any, c truthCase, res workflows.Result) {
+func requireSettled(t *testing.T, where string, last map[string]any, c truthCase, res taskapi.Result) {
 	t.Helper()
 	if c.settled == "" {
 		return
@@ -215,18 +216,18 @@ func TestWebUIDetailsTellTheStory(t *testing.T) {
 	d := testrig.Dispatch(t, id, "Show the story in the Web UI.\nSecond line. "+testrig.ExampleCosts+" [sim phase=test hang=forever]")
 	// The details change at the workflow's checkpoints (every 5 s by
 	// default); checkpointing every 200 ms only spares the test that wait.
-	run := r.StartAsStarter(workflows.TaskInput{Dispatch: d,
-		Tuning: &workflows.Tuning{CheckpointEvery: 200 * time.Millisecond}})
+	run := r.StartAsStarter(taskapi.TaskInput{Dispatch: d,
+		Tuning: &taskapi.Tuning{CheckpointEvery: 200 * time.Millisecond}})
 	running := r.WaitDetails(id, "phase test under way", func(s string) bool {
 		return strings.Contains(s, "current phase **test**")
 	})
 	st, err := r.Status(id)
 	require.NoError(t, err)
 	require.Equal(t, "test", st.CurrentPhase)
-	require.Equal(t, workflows.StageRunning, st.Stage)
+	require.Equal(t, taskapi.StageRunning, st.Stage)
 	require.Equal(t, mapping.TaskInProgress, st.TaskStatus)
 
-	desc, err := r.Client.DescribeWorkflow(t.Context(), workflows.WorkflowID(id), "")
+	desc, err := r.Client.DescribeWorkflow(t.Context(), taskapi.WorkflowID(id), "")
 	require.NoError(t, err)
 	summary, err := desc.GetStaticSummary()
 	require.NoError(t, err)
@@ -240,7 +241,7 @@ func TestWebUIDetailsTellTheStory(t *testing.T) {
 	require.Contains(t, running, "| docs | pending |")
 	require.Contains(t, running, "task in_progress")
 
-	require.NoError(t, r.Signal(id, workflows.SignalAbort, workflows.AbortSignal{}))
+	require.NoError(t, r.Signal(id, taskapi.SignalAbort, taskapi.AbortSignal{}))
 	res := r.Result(run)
 	require.Equal(t, mapping.MsgUserAbort, res.Outcome.LastError)
 

@@ -17,7 +17,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // bigEvents is how many big events the conductor writes: 1,000 by
@@ -75,7 +75,7 @@ func TestLongLogOfBigErrorsKeepsHistoryPayloadsSmall(t *testing.T) {
 	run := r.Start(testrig.Dispatch(t, id, "Review at length."))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var res workflows.Result
+	var res taskapi.Result
 	require.NoError(t, run.Get(ctx, &res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Len(t, res.Brief.Log, 500)
@@ -109,7 +109,7 @@ func allRuns(t *testing.T, r *rig, taskID string) []*historypb.History {
 	runID := ""
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		it := r.Client.GetWorkflowHistory(ctx, workflows.WorkflowID(taskID), runID, false,
+		it := r.Client.GetWorkflowHistory(ctx, taskapi.WorkflowID(taskID), runID, false,
 			enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		h := &historypb.History{}
 		for it.HasNext() {

@@ -28,7 +28,7 @@ import (
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // conductorHandle reads the run record of a task's plan.
@@ -81,9 +81,9 @@ func countLines(t *testing.T, path string) int {
 // awaitConsumed waits until the workflow has applied every event the
 // (frozen) conductor wrote: nothing on disk is left unread when the test
 // tampers with the log.
-func awaitConsumed(r *rig, taskID, events string) workflows.Status {
+func awaitConsumed(r *rig, taskID, events string) taskapi.Status {
 	n := countLines(r.T(), events)
-	return r.WaitFor(taskID, "all events on disk applied", func(s workflows.Status) bool {
+	return r.WaitFor(taskID, "all events on disk applied", func(s taskapi.Status) bool {
 		return s.EventsApplied == n
 	})
 }
@@ -103,7 +103,7 @@ func assertNoConductorGroups(t *testing.T, r *rig) {
 
 // requireBlocked asserts the contract's blocked mapping in the result and in
 // the sink, and returns lastError.
-func requireBlocked(t *testing.T, r *rig, taskID string, res workflows.Result) string {
+func requireBlocked(t *testing.T, r *rig, taskID string, res taskapi.Result) string {
 	t.Helper()
 	o := res.Outcome
 	require.EqualValues(t, "blocked", o.TaskStatus, "outcome %+v", o)
@@ -164,8 +164,8 @@ func TestConductorHang(t *testing.T) {
 	// milliseconds, so only the hung phase can trip it.
 	timeout := 3
 	d.TimeoutSec = &timeout
-	run := r.StartInput(workflows.TaskInput{Dispatch: d,
-		Tuning: &workflows.Tuning{SilenceGrace: 2 * time.Second}})
+	run := r.StartInput(taskapi.TaskInput{Dispatch: d,
+		Tuning: &taskapi.Tuning{SilenceGrace: 2 * time.Second}})
 	s := r.WaitPhase("CC3", "test")
 	h := conductorHandle(t, r, "CC3", s.PlanName)
 	res := r.Result(run)
@@ -200,7 +200,7 @@ func TestConductorKilledFromOutside(t *testing.T) {
 // its group frozen, and the workflow has applied every event on disk
 // (consumed is its status then). It thaws the conductor after tamper and
 // returns the workflow's result.
-func logTamperRun(t *testing.T, taskID, message string, tamper func(r *rig, events string, consumed workflows.Status)) (*rig, workflows.Result) {
+func logTamperRun(t *testing.T, taskID, message string, tamper func(r *rig, events string, consumed taskapi.Status)) (*rig, taskapi.Result) {
 	t.Helper()
 	r := newRig(t, testrig.Options{})
 	r.Workspace(taskID)
@@ -221,7 +221,7 @@ func logTamperRun(t *testing.T, taskID, message string, tamper func(r *rig, even
 // completes with the undisturbed brief.
 func TestEventLogDeletedWhileTailing(t *testing.T) {
 	t.Parallel()
-	r, res := logTamperRun(t, "CC5", "Log deleted.", func(_ *rig, events string, _ workflows.Status) {
+	r, res := logTamperRun(t, "CC5", "Log deleted.", func(_ *rig, events string, _ taskapi.Status) {
 		require.NoError(t, os.Remove(events))
 	})
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
@@ -238,7 +238,7 @@ func TestEventLogDeletedWhileTailing(t *testing.T) {
 // from its start, nothing lost, nothing doubled.
 func TestEventLogTruncatedWhileTailing(t *testing.T) {
 	t.Parallel()
-	r, res := logTamperRun(t, "CC6", "Log truncated.", func(_ *rig, events string, _ workflows.Status) {
+	r, res := logTamperRun(t, "CC6", "Log truncated.", func(_ *rig, events string, _ taskapi.Status) {
 		require.NoError(t, os.Truncate(events, 0))
 	})
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
@@ -256,7 +256,7 @@ func TestEventLogTruncatedWhileTailing(t *testing.T) {
 func TestEventLogTruncatedMidLine(t *testing.T) {
 	t.Parallel()
 	var whole int
-	r, res := logTamperRun(t, "CC7", "Log cut.", func(r *rig, events string, before workflows.Status) {
+	r, res := logTamperRun(t, "CC7", "Log cut.", func(r *rig, events string, before taskapi.Status) {
 		data, err := os.ReadFile(events)
 		require.NoError(t, err)
 		// Cut in the middle of the last line (phase_start of test).
@@ -266,7 +266,7 @@ func TestEventLogTruncatedMidLine(t *testing.T) {
 		require.NoError(t, os.Truncate(events, int64(cut)))
 		// The prefix is read again before the conductor writes more, so the
 		// log cannot grow past the old cursor unnoticed.
-		r.WaitFor("CC7", "surviving prefix re-read", func(s workflows.Status) bool {
+		r.WaitFor("CC7", "surviving prefix re-read", func(s taskapi.Status) bool {
 			return s.EventsApplied == before.EventsApplied+whole
 		})
 	})
@@ -291,7 +291,7 @@ func TestEventLogTruncatedMidLine(t *testing.T) {
 // exhausted its attempts) while no worker runs, tampers with state.json,
 // and starts a worker again: the workflow must explain the end from what
 // is left.
-func stateTamperRun(t *testing.T, taskID string, tamper func(path string)) (*rig, workflows.Result) {
+func stateTamperRun(t *testing.T, taskID string, tamper func(path string)) (*rig, taskapi.Result) {
 	r := newRig(t, testrig.Options{})
 	r.Workspace(taskID)
 	// implement takes 3 s, the window in which the test sees it running;

@@ -30,7 +30,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 type badDispatch struct {
@@ -159,7 +159,7 @@ func TestBadDispatchInput(t *testing.T) {
 		}
 		id := fmt.Sprintf("faults-bad-dispatch-%02d", i)
 		_, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-			ID: id, TaskQueue: r.Queue}, workflows.TaskWorkflowName, rawInput{Dispatch: json.RawMessage(raw)})
+			ID: id, TaskQueue: r.Queue}, taskapi.TaskWorkflowName, rawInput{Dispatch: json.RawMessage(raw)})
 		if c.name == "message 10 MB" {
 			// Temporal refuses a start this large before any workflow exists.
 			require.Error(t, err, "a 10 MB input is refused")
@@ -190,17 +190,17 @@ func TestBadDispatchInput(t *testing.T) {
 	// A second start for a task whose workflow runs is refused by both.
 	out, err := exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, dup).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	r.Track(workflows.WorkflowID("DUP"))
+	r.Track(taskapi.WorkflowID("DUP"))
 	r.WaitPhase("DUP", "implement")
 	out, err = exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, dup).CombinedOutput()
 	require.Error(t, err)
 	require.Contains(t, string(out), "task DUP already has a running workflow")
-	_, err = r.TryStart(workflows.TaskInput{Dispatch: testrig.Dispatch(t, "DUP", "again")})
+	_, err = r.TryStart(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "DUP", "again")})
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	require.True(t, errors.As(err, &already), "client start of a running task: %v", err)
 	out, err = exec.Command(starter, "abort", "-address", r.Server.Addr, "DUP").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	res := r.Result(r.Client.GetWorkflow(context.Background(), workflows.WorkflowID("DUP"), ""))
+	res := r.Result(r.Client.GetWorkflow(context.Background(), taskapi.WorkflowID("DUP"), ""))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 
 	// The end state: nothing runs on the queue, the one conductor (DUP's)

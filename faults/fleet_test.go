@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A fleet of three hosts (hosts_test.go) on one task queue: each task's
@@ -77,8 +77,8 @@ func TestRollingRestartLosesNothing(t *testing.T) {
 	}
 	watch := f.WatchSinkLogs(ids...)
 	for _, id := range ids {
-		f.WaitFor(id, "the attempt running on its host", func(s workflows.Status) bool {
-			return s.Stage == workflows.StageRunning && s.Host != ""
+		f.WaitFor(id, "the attempt running on its host", func(s taskapi.Status) bool {
+			return s.Stage == taskapi.StageRunning && s.Host != ""
 		})
 	}
 	restarts := 0
@@ -135,8 +135,8 @@ func TestHostLossMovesItsTasksElsewhere(t *testing.T) {
 	// The host running the most tasks is lost.
 	perHost := map[string][]string{}
 	for _, id := range ids {
-		s := f.WaitFor(id, "the attempt running on its host", func(s workflows.Status) bool {
-			return s.Stage == workflows.StageRunning && s.Host != ""
+		s := f.WaitFor(id, "the attempt running on its host", func(s taskapi.Status) bool {
+			return s.Stage == taskapi.StageRunning && s.Host != ""
 		})
 		perHost[s.Host] = append(perHost[s.Host], id)
 	}
@@ -165,7 +165,7 @@ func TestHostLossMovesItsTasksElsewhere(t *testing.T) {
 		} else {
 			require.Len(t, res.Attempts, 2, "%s: %v", id, theirPlans(res))
 			lost := res.Attempts[0]
-			require.Equal(t, workflows.EndedHostLost, lost.Ended, id)
+			require.Equal(t, taskapi.EndedHostLost, lost.Ended, id)
 			require.Equal(t, victim, lost.Host, id)
 			require.True(t, strings.HasPrefix(lost.LastError, "host "+victim+" lost during phase "), "%s: %q", id, lost.LastError)
 			s, err := f.Status(id)
@@ -211,8 +211,8 @@ func TestReturningHostStopsTheConductorsItLost(t *testing.T) {
 		f.start(id, exampleMessage(200, 200, 200, ""), 3*time.Second)
 	}
 	for _, id := range ids {
-		f.WaitFor(id, "the attempt running on h2", func(s workflows.Status) bool {
-			return s.Stage == workflows.StageRunning && s.Host == "h2"
+		f.WaitFor(id, "the attempt running on h2", func(s taskapi.Status) bool {
+			return s.Stage == taskapi.StageRunning && s.Host == "h2"
 		})
 	}
 	h2.kill()
@@ -221,7 +221,7 @@ func TestReturningHostStopsTheConductorsItLost(t *testing.T) {
 		res := f.result(id)
 		require.EqualValues(t, "completed", res.Outcome.TaskStatus, "%s: %v", id, theirPlans(res))
 		require.Len(t, res.Attempts, 2, "%s: %v", id, theirPlans(res))
-		require.Equal(t, workflows.EndedHostLost, res.Attempts[0].Ended, id)
+		require.Equal(t, taskapi.EndedHostLost, res.Attempts[0].Ended, id)
 		require.Equal(t, "h2", res.Attempts[0].Host, id)
 		require.Equal(t, "h1", res.Attempts[1].Host, id)
 		f.routedToHosts(id, res)

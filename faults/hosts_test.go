@@ -35,7 +35,7 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	hostq "karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fleetRig is a rig (the shared queue, its client, karvi) with hosts.
@@ -303,18 +303,18 @@ func copyTree(from, to string) error {
 // start starts task id's workflow with message and the host grace.
 func (f *fleetRig) start(id, message string, grace time.Duration) {
 	f.T().Helper()
-	f.StartInput(workflows.TaskInput{Dispatch: testrig.Dispatch(f.T(), id, message),
-		Tuning: &workflows.Tuning{HostGrace: grace}})
+	f.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(f.T(), id, message),
+		Tuning: &taskapi.Tuning{HostGrace: grace}})
 }
 
 // result waits for task id's workflow to end.
-func (f *fleetRig) result(id string) workflows.Result {
+func (f *fleetRig) result(id string) taskapi.Result {
 	t := f.T()
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a safety net
 	defer cancel()
-	var res workflows.Result
-	require.NoError(t, f.Client.GetWorkflow(ctx, workflows.WorkflowID(id), "").Get(ctx, &res), "task %s", id)
+	var res taskapi.Result
+	require.NoError(t, f.Client.GetWorkflow(ctx, taskapi.WorkflowID(id), "").Get(ctx, &res), "task %s", id)
 	return res
 }
 
@@ -325,7 +325,7 @@ func (f *fleetRig) eventsOn(host, id, plan string) string {
 
 // ranOnce asserts that the attempt's conductor ran on its host alone, as
 // one process from its first event to its last, and returns its events.
-func (f *fleetRig) ranOnce(id string, a workflows.AttemptSummary) []map[string]any {
+func (f *fleetRig) ranOnce(id string, a taskapi.AttemptSummary) []map[string]any {
 	t := f.T()
 	t.Helper()
 	require.Contains(t, f.hosts, a.Host, "%s attempt %d: host", id, a.Attempt)
@@ -345,7 +345,7 @@ func (f *fleetRig) ranOnce(id string, a workflows.AttemptSummary) []map[string]a
 // DeliverEvents and AbortConductor of an attempt on its host's queue,
 // taken by that host; status writes, and the read of the sink's brief
 // after a host loss, on the shared queue. It returns how many activities went to a host's queue.
-func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
+func (f *fleetRig) routedToHosts(id string, res taskapi.Result) int {
 	t := f.T()
 	t.Helper()
 	type scheduled struct{ typ, queue, host string }
@@ -381,7 +381,7 @@ func (f *fleetRig) routedToHosts(id string, res workflows.Result) int {
 			// Only a lost host's activity may time out: waiting for it.
 			a := ev.GetActivityTaskTimedOutEventAttributes()
 			s := byID[a.GetScheduledEventId()]
-			lost := res.Attempts[attempt-1].Ended == workflows.EndedHostLost
+			lost := res.Attempts[attempt-1].Ended == taskapi.EndedHostLost
 			require.True(t, lost && a.GetFailure().GetTimeoutFailureInfo().GetTimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START,
 				"%s: %s on %s timed out: %v", id, s.typ, s.queue, a.GetFailure())
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
@@ -406,7 +406,7 @@ func (f *fleetRig) dumpLogs() {
 }
 
 // theirPlans are the plan names of a task's attempts, for messages.
-func theirPlans(res workflows.Result) []string {
+func theirPlans(res taskapi.Result) []string {
 	var out []string
 	for _, a := range res.Attempts {
 		out = append(out, fmt.Sprintf("%s@%s:%s", a.PlanName, a.Host, a.Ended))

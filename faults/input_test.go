@@ -22,7 +22,7 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fakeEddaScript stands in for edda: `conduct run PLAN --cwd DIR --json`
@@ -216,7 +216,7 @@ func TestEventLogInput(t *testing.T) {
 
 	// Everything before the partial line is consumed and counted.
 	wantValid1, wantBad1 := countValid(first, true), countValid(first, false)
-	s := r.WaitFor("IN1", "first chunk consumed", func(s workflows.Status) bool {
+	s := r.WaitFor("IN1", "first chunk consumed", func(s taskapi.Status) bool {
 		return s.EventsApplied == wantValid1 && s.Malformed == wantBad1
 	})
 	require.Equal(t, 11, wantBad1)
@@ -229,7 +229,7 @@ func TestEventLogInput(t *testing.T) {
 	// an event nor a malformed line.
 	time.Sleep(2 * time.Second)
 	stillPartial, err := r.Status("IN1")
-	var final workflows.Status
+	var final taskapi.Status
 	require.NoError(t, err)
 	require.EqualValues(t, "running", stillPartial.Stage)
 	require.Equal(t, wantValid1, stillPartial.EventsApplied)

@@ -25,6 +25,7 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // faultSeed is the seed of a randomised fault test: FAULTS_SEED when set (to
@@ -222,7 +223,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 			case <-tick.C:
 			}
 			if !sentRedo && hasEvent(redoEvents(), "phase_start", "test") {
-				if err := r.Signal(redo, workflows.SignalRedispatch, workflows.RedispatchSignal{Reason: "fault suite"}); err != nil {
+				if err := r.Signal(redo, taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("redispatch %s: %w", redo, err)
 					return
 				}
@@ -230,7 +231,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 				signalled <- "redispatch"
 			}
 			if !sentAbort && kills.Load() >= int64(abortAt) && hasEvent(stopEvents(), "phase_start", "test") {
-				if err := r.Signal(stop, workflows.SignalAbort, workflows.AbortSignal{Reason: "fault suite"}); err != nil {
+				if err := r.Signal(stop, taskapi.SignalAbort, taskapi.AbortSignal{Reason: "fault suite"}); err != nil {
 					sigErr = fmt.Errorf("abort %s: %w", stop, err)
 					return
 				}
@@ -336,7 +337,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 	require.Equal(t, 2, midSignal, "a kill follows each signal")
 
 	// The last worker stays up; every workflow must now reach its end.
-	res := map[string]workflows.Result{}
+	res := map[string]taskapi.Result{}
 	for id, run := range runs {
 		res[id] = r.Result(run)
 	}

@@ -41,7 +41,7 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // secretBook makes unique, deterministic secrets and remembers every one,
@@ -333,7 +333,7 @@ func TestRedactionEndToEnd(t *testing.T) {
 		for _, f := range []string{"brief.json", "patches.jsonl", "status.json"} {
 			book.scan(t, task+" sink "+f, readAll(t, filepath.Join(r.SinkDir, task, f)))
 		}
-		show := showPayloads(t, workflowShow(t, r, workflows.WorkflowID(task)))
+		show := showPayloads(t, workflowShow(t, r, taskapi.WorkflowID(task)))
 		hist := historyBytes(t, r, task)
 		// Controls: the scans see payload content, so they could see a leak.
 		require.True(t, bytes.Contains(show, []byte(control)), "decoded workflow show holds the dispatch message")
@@ -434,7 +434,7 @@ func TestRedactionStateIdentifiers(t *testing.T) {
 		t.Logf("%s lastError: %s", task, res.Outcome.LastError)
 		book.scan(t, task+" result", testrig.MustJSON(t, res))
 		book.scan(t, task+" sink status.json", readAll(t, filepath.Join(r.SinkDir, task, "status.json")))
-		show := showPayloads(t, workflowShow(t, r, workflows.WorkflowID(task)))
+		show := showPayloads(t, workflowShow(t, r, taskapi.WorkflowID(task)))
 		require.True(t, bytes.Contains(show, []byte(control)))
 		book.scan(t, task+" temporal workflow show", show)
 	}
@@ -472,7 +472,7 @@ func TestKarviTokenNeverLeaks(t *testing.T) {
 	h := conductorHandle(t, r, "TK1", s.PlanName)
 	requireEnvFree(t, h.PGID, token, "KARVI_API_TOKEN")
 
-	require.NoError(t, r.Signal("TK1", workflows.SignalAbort, workflows.AbortSignal{Reason: "token test"}))
+	require.NoError(t, r.Signal("TK1", taskapi.SignalAbort, taskapi.AbortSignal{Reason: "token test"}))
 	res := r.Result(run)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	// Control: the worker did authenticate to karvi with the token.
@@ -480,7 +480,7 @@ func TestKarviTokenNeverLeaks(t *testing.T) {
 	require.NotEmpty(t, r.KarviPatches("TK1"))
 
 	book.scan(t, "history", historyBytes(t, r, "TK1"))
-	book.scan(t, "temporal workflow show", showPayloads(t, workflowShow(t, r, workflows.WorkflowID("TK1"))))
+	book.scan(t, "temporal workflow show", showPayloads(t, workflowShow(t, r, taskapi.WorkflowID("TK1"))))
 	book.scan(t, "worker log", readAll(t, r.WorkerLogs()...))
 	stateDir := filepath.Join(r.TaskDir("TK1"), ".edda", "conductor", s.PlanName)
 	envFiles, err := filepath.Glob(filepath.Join(stateDir, "phase-env-*.json"))
@@ -530,7 +530,7 @@ func TestWorkRootEscapes(t *testing.T) {
 	for task, wd := range workingDirs {
 		d := testrig.Dispatch(t, task, "Escape attempt.")
 		d.WorkingDir = wd
-		_, err := r.ResultErr(r.StartInput(workflows.TaskInput{Dispatch: d}))
+		_, err := r.ResultErr(r.StartInput(taskapi.TaskInput{Dispatch: d}))
 		msg := invalidDispatchError(t, err)
 		require.Contains(t, msg, fmt.Sprintf("workingDir %q is outside the work root", wd), "%s", task)
 	}
@@ -538,7 +538,7 @@ func TestWorkRootEscapes(t *testing.T) {
 		d := testrig.Dispatch(t, "X", "Escape attempt.")
 		d.TaskID = id
 		run, err := r.Client.ExecuteWorkflow(context.Background(), startOptions(r, fmt.Sprintf("faults-escape-id-%d", i)),
-			workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: d})
+			taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d})
 		require.NoError(t, err)
 		r.Track(run.GetID())
 		_, err = r.ResultErr(run)
@@ -635,18 +635,18 @@ func TestPayloadCodec(t *testing.T) {
 	marker := "CODEC-MARKER-" + book.rand(upperD, 16)
 	d := testrig.Dispatch(t, "CD1", "Encrypted task "+marker+" [sim phase=docs hang=forever]")
 	ctx := context.Background()
-	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, workflows.WorkflowID("CD1")), workflows.TaskWorkflowName,
-		workflows.TaskInput{Dispatch: d})
+	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, taskapi.WorkflowID("CD1")), taskapi.TaskWorkflowName,
+		taskapi.TaskInput{Dispatch: d})
 	require.NoError(t, err)
 	r.Track(run.GetID())
 
 	// Only a client with the key can read the status query's answer.
-	var s workflows.Status
+	var s taskapi.Status
 	deadline := time.Now().Add(2 * time.Minute)
 	for s.CurrentPhase != "docs" || s.ConductorPID == 0 {
 		require.True(t, time.Now().Before(deadline), "phase docs never ran (last status %+v)", s)
 		time.Sleep(50 * time.Millisecond)
-		v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus)
+		v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", taskapi.QueryStatus)
 		if err == nil {
 			require.NoError(t, v.Get(&s))
 		}
@@ -656,8 +656,8 @@ func TestPayloadCodec(t *testing.T) {
 	h := conductorHandle(t, r, "CD1", s.PlanName)
 	requireEnvFree(t, h.PGID, keyHex, codec.EnvKey)
 
-	require.NoError(t, ccl.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalAbort, workflows.AbortSignal{Reason: marker}))
-	var res workflows.Result
+	require.NoError(t, ccl.SignalWorkflow(ctx, run.GetID(), "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: marker}))
+	var res taskapi.Result
 	require.NoError(t, run.Get(ctx, &res), "the result decodes with the key")
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	require.Contains(t, res.Dispatch.Message, marker)
@@ -766,24 +766,24 @@ func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
 	defer ccl.Close()
 
 	ctx := context.Background()
-	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, workflows.WorkflowID("EV1")), workflows.TaskWorkflowName,
-		workflows.TaskInput{Dispatch: testrig.Dispatch(t, "EV1", "Environment task [sim phase=docs hang=forever]")})
+	run, err := ccl.ExecuteWorkflow(ctx, startOptions(r, taskapi.WorkflowID("EV1")), taskapi.TaskWorkflowName,
+		taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "EV1", "Environment task [sim phase=docs hang=forever]")})
 	require.NoError(t, err)
 	r.Track(run.GetID())
-	var s workflows.Status
+	var s taskapi.Status
 	deadline := time.Now().Add(2 * time.Minute)
 	for s.CurrentPhase != "docs" || s.ConductorPID == 0 {
 		require.True(t, time.Now().Before(deadline), "phase docs never ran (last status %+v)", s)
 		time.Sleep(50 * time.Millisecond)
-		if v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", workflows.QueryStatus); err == nil {
+		if v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", taskapi.QueryStatus); err == nil {
 			require.NoError(t, v.Get(&s))
 		}
 	}
 	h := conductorHandle(t, r, "EV1", s.PlanName)
 	requireEnvFree(t, h.PGID, forbidden...)
 
-	require.NoError(t, ccl.SignalWorkflow(ctx, run.GetID(), "", workflows.SignalAbort, workflows.AbortSignal{Reason: "env test"}))
-	var res workflows.Result
+	require.NoError(t, ccl.SignalWorkflow(ctx, run.GetID(), "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: "env test"}))
+	var res taskapi.Result
 	require.NoError(t, run.Get(ctx, &res))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	assertNoConductorGroups(t, r)

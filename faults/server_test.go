@@ -12,7 +12,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // The Temporal dev server is restarted twice mid-run on its persistent
@@ -32,7 +32,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	const id = "RESTART1"
 	r.Workspace(id)
 	run := r.Start(testrig.Dispatch(t, id, exampleMessage(800, 2500, 2500, "")))
-	wfID := workflows.WorkflowID(id)
+	wfID := taskapi.WorkflowID(id)
 
 	r.WaitPhase(id, "test")
 	plan := r.PlanName(id, 1) // its run directory exists now

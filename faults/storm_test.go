@@ -17,14 +17,14 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // assertConsistent checks that a finished task tells one story everywhere:
 // the workflow result, karvi's task status and blocker, karvi's brief, the
 // workflow's brief and the conductor's own events. It returns the plan the
 // brief belongs to.
-func (r *rig) assertConsistent(id string, res workflows.Result) string {
+func (r *rig) assertConsistent(id string, res taskapi.Result) string {
 	t := r.T()
 	t.Helper()
 	o := res.Outcome
@@ -101,12 +101,12 @@ func TestSignalStorm(t *testing.T) {
 	sampler := r.SampleConductors()
 	signals := map[string][]string{}
 	for i := 0; i < burst; i++ {
-		kind := workflows.SignalRedispatch
+		kind := taskapi.SignalRedispatch
 		if rnd.IntN(2) == 0 {
-			kind = workflows.SignalAbort
+			kind = taskapi.SignalAbort
 		}
 		signals[mix] = append(signals[mix], kind)
-		signals[redo] = append(signals[redo], workflows.SignalRedispatch)
+		signals[redo] = append(signals[redo], taskapi.SignalRedispatch)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -117,9 +117,9 @@ func TestSignalStorm(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n, kind := range signals[id] {
-				var arg any = workflows.RedispatchSignal{Reason: fmt.Sprintf("storm %d", n)}
-				if kind == workflows.SignalAbort {
-					arg = workflows.AbortSignal{Reason: fmt.Sprintf("storm %d", n)}
+				var arg any = taskapi.RedispatchSignal{Reason: fmt.Sprintf("storm %d", n)}
+				if kind == taskapi.SignalAbort {
+					arg = taskapi.AbortSignal{Reason: fmt.Sprintf("storm %d", n)}
 				}
 				err := r.Signal(id, kind, arg)
 				var nf *serviceerror.NotFound
@@ -139,7 +139,7 @@ func TestSignalStorm(t *testing.T) {
 	require.NoError(t, errors.Join(errs...))
 	require.Equal(t, burst, accepted[1], "all-redispatch burst: the task stays open throughout")
 
-	res := map[string]workflows.Result{}
+	res := map[string]taskapi.Result{}
 	for id, run := range runs {
 		res[id] = r.Result(run)
 	}
@@ -201,7 +201,7 @@ func TestAbortRacingCompletion(t *testing.T) {
 			// The jitter is the fault: where the abort lands is the test's
 			// seeded choice, never what it asserts.
 			time.Sleep(docs*time.Millisecond + c.offset)
-			err := r.Signal(c.id, workflows.SignalAbort, workflows.AbortSignal{Reason: "race"})
+			err := r.Signal(c.id, taskapi.SignalAbort, taskapi.AbortSignal{Reason: "race"})
 			var nf *serviceerror.NotFound
 			if errors.As(err, &nf) {
 				c.late = true

@@ -12,8 +12,8 @@ import (
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 type config struct {
@@ -126,7 +126,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 // from its environment variable through the flag's own parser, so a bad
 // value is reported the same way, naming the variable.
 func parseFlags(args []string, getenv func(string) string) (config, error) {
-	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue}}
 	fs := newFlagSet(&c)
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -185,7 +185,7 @@ func want(f *flag.Flag) string {
 }
 
 func printUsage(w io.Writer) {
-	c := config{conn: temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue}}
+	c := config{conn: temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue}}
 	fs := newFlagSet(&c)
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageHeader)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 func getenv(m map[string]string) func(string) string {
@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 	c, err := parseFlags(nil, getenv(nil))
 	require.NoError(t, err)
 	require.Equal(t, config{
-		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
+		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
 		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
@@ -65,7 +65,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
-		conn:     temporalconn.Flags{DefaultTaskQueue: workflows.DefaultTaskQueue},
+		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
 		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1", karviRateLimit: 0,
 		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
@@ -97,7 +97,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, config{
 		conn: temporalconn.Flags{Address: "flag:7233", Namespace: "flag-ns", TaskQueue: "flag-q",
-			DefaultTaskQueue: workflows.DefaultTaskQueue},
+			DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
 		sinkKind: "karvi", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1", karviRateLimit: 300,
 		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,

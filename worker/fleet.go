@@ -16,7 +16,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A worker is one host of a fleet (docs/fleet.md): besides the shared task
@@ -160,7 +160,7 @@ const fenceEvery = time.Minute
 func currentAttempt(ctx context.Context, cl client.Client, taskID string) (fleet.Current, bool, error) {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	v, err := cl.QueryWorkflow(qctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
+	v, err := cl.QueryWorkflow(qctx, taskapi.WorkflowID(taskID), "", taskapi.QueryStatus)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return fleet.Current{}, false, nil
@@ -168,9 +168,9 @@ func currentAttempt(ctx context.Context, cl client.Client, taskID string) (fleet
 	if err != nil {
 		return fleet.Current{}, false, fmt.Errorf("query the status of task %s: %w", taskID, err)
 	}
-	var s workflows.Status
+	var s taskapi.Status
 	if err := v.Get(&s); err != nil {
 		return fleet.Current{}, false, fmt.Errorf("decode the status of task %s: %w", taskID, err)
 	}
-	return fleet.Current{Attempt: s.Attempt, Plan: s.PlanName, Host: s.Host, Starting: s.Stage == workflows.StagePrepare}, true, nil
+	return fleet.Current{Attempt: s.Attempt, Plan: s.PlanName, Host: s.Host, Starting: s.Stage == taskapi.StagePrepare}, true, nil
 }

@@ -32,6 +32,7 @@ import (
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/intakeflow"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 func main() {
@@ -251,7 +252,7 @@ func ensureSearchAttributes(ctx context.Context, op operatorservice.OperatorServ
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	var names []string
-	for _, name := range workflows.SearchAttributeNames() {
+	for _, name := range taskapi.SearchAttributeNames() {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 			names = append(names, name)

@@ -30,7 +30,7 @@ type BudgetState struct {
 	Reported    float64 `json:"reported,omitempty"`
 	ReportedN   int     `json:"reportedN,omitempty"`
 	// Notes wait for the next point between deliveries.
-	Notes []NoteSignal `json:"notes,omitempty"`
+	Notes []taskapi.NoteSignal `json:"notes,omitempty"`
 }
 
 // versionNotesInline names the change that reads notes where they are
@@ -44,14 +44,14 @@ const versionNotesInline = "notes-inline"
 // read where they are applied and before continue-as-new (takeNotes), or,
 // in histories recorded before that, queued by a coroutine.
 func (r *taskRun) listenForNotes() {
-	r.noteCh = workflow.GetSignalChannel(r.ctx, SignalNote)
+	r.noteCh = workflow.GetSignalChannel(r.ctx, taskapi.SignalNote)
 	if workflow.GetVersion(r.ctx, versionNotesInline, workflow.DefaultVersion, 1) >= 1 {
 		r.notesInline = true
 		return
 	}
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
-			var n NoteSignal
+			var n taskapi.NoteSignal
 			r.noteCh.Receive(gctx, &n)
 			r.st.Budget.Notes = append(r.st.Budget.Notes, n)
 		}
@@ -64,7 +64,7 @@ func (r *taskRun) takeNotes() {
 		return
 	}
 	for {
-		var n NoteSignal
+		var n taskapi.NoteSignal
 		if !r.noteCh.ReceiveAsync(&n) {
 			return
 		}
@@ -141,12 +141,12 @@ func (r *taskRun) checkTaskBudget() (bool, error) {
 	}
 	b.Level = level
 	if level == costs.Warning {
-		b.Notes = append(b.Notes, NoteSignal{Action: "budget", Detail: b.Budget.WarningMessage(total)})
+		b.Notes = append(b.Notes, taskapi.NoteSignal{Action: "budget", Detail: b.Budget.WarningMessage(total)})
 		r.applyNotes()
 		return false, nil
 	}
 	if b.Budget.Action == costs.Warn {
-		b.Notes = append(b.Notes, NoteSignal{Action: "budget",
+		b.Notes = append(b.Notes, taskapi.NoteSignal{Action: "budget",
 			Detail: b.Budget.ExceededMessage(total) + " (budget action warn: the task goes on)"})
 		r.applyNotes()
 		return false, nil
@@ -207,7 +207,7 @@ func (r *taskRun) pauseForBudget(total float64) (bool, error) {
 		return lost, err
 	}
 	if a.Outcome != nil && a.Outcome.TaskStatus == mapping.TaskCompleted {
-		a.Stage = StageFinish // the plan finished before it could be stopped
+		a.Stage = taskapi.StageFinish // the plan finished before it could be stopped
 		return true, nil
 	}
 	a.Outcome, a.Conductor, a.Drained, a.FinalState, a.Stopped = nil, nil, false, nil, false
@@ -219,7 +219,7 @@ func (r *taskRun) pauseForBudget(total float64) (bool, error) {
 
 // takeBudgetSignals applies the budgets set so far, without blocking.
 func (r *taskRun) takeBudgetSignals() {
-	ch := workflow.GetSignalChannel(r.ctx, SignalBudget)
+	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalBudget)
 	for {
 		var s taskapi.BudgetSignal
 		if !ch.ReceiveAsync(&s) {
@@ -266,7 +266,7 @@ func (r *taskRun) budgetRaised() string {
 // addBudgetReceivers: a pause also hears of a new budget; a budget pause
 // ends when the budget is no longer spent.
 func (r *taskRun) addBudgetReceivers(sel workflow.Selector, reason *string) {
-	sel.AddReceive(workflow.GetSignalChannel(r.ctx, SignalBudget), func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(workflow.GetSignalChannel(r.ctx, taskapi.SignalBudget), func(c workflow.ReceiveChannel, _ bool) {
 		var s taskapi.BudgetSignal
 		c.Receive(r.ctx, &s)
 		r.setBudget(s)

@@ -13,6 +13,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // mergedSink is the brief the fake's patches make, merged as karvi merges
@@ -74,7 +75,7 @@ func TestSettleAfterHostLossKeepsWhatWasDelivered(t *testing.T) {
 		func(ctx context.Context, req activities.CatchUpRequest) (activities.CatchUpResult, error) {
 			return real.CatchUpBrief(ctx, req)
 		}).Maybe()
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 
 	logOf := func(body []byte) []any {

@@ -10,6 +10,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/accountapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // An attempt as it runs today: one activity starts it, then the delivering
@@ -75,7 +76,7 @@ func (r *taskRun) startAttempt() error {
 		return nil
 	}
 	a.Conductor = res.Conductor
-	a.Stage = StageRunning
+	a.Stage = taskapi.StageRunning
 	if res.Delivery == nil {
 		r.upsertSearch()
 		return nil
@@ -178,7 +179,7 @@ func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 		return err
 	}
 	if a.Outcome != nil {
-		a.Stage = StageFinish
+		a.Stage = taskapi.StageFinish
 		return nil
 	}
 	if res.Exited {

@@ -50,7 +50,7 @@ func renderDetails(st *State) string {
 	if p := st.Pause; p != nil {
 		b.WriteString(pauseWords(p) + "\n\n")
 	}
-	if a.Stall != nil && a.Stage == StageRunning {
+	if a.Stall != nil && a.Stage == taskapi.StageRunning {
 		b.WriteString(stallWords(a.Stall) + "\n\n")
 	}
 	if w := slotWords(a); w != "" {
@@ -64,7 +64,7 @@ func renderDetails(st *State) string {
 	if a.Host != "" {
 		b.WriteString(" on host " + a.Host)
 	}
-	if br.CurrentPhase != "" && a.Stage == StageRunning {
+	if br.CurrentPhase != "" && a.Stage == taskapi.StageRunning {
 		b.WriteString(fmt.Sprintf(" · current phase **%s**", br.CurrentPhase))
 	}
 	// "1 of 3", not "1/3": the UI's markdown turns the latter into a fraction.
@@ -76,7 +76,7 @@ func renderDetails(st *State) string {
 	for _, id := range a.Brief.PhaseOrder {
 		p := br.Phases[id]
 		name := id
-		if id == br.CurrentPhase && a.Stage == StageRunning {
+		if id == br.CurrentPhase && a.Stage == taskapi.StageRunning {
 			name = "**" + id + "**"
 		}
 		attempts, duration, cost := "", "", ""
@@ -99,19 +99,19 @@ func renderDetails(st *State) string {
 	return b.String()
 }
 
-func stageWords(s Stage) string {
+func stageWords(s taskapi.Stage) string {
 	switch s {
-	case StagePrepare:
+	case taskapi.StagePrepare:
 		return "preparing"
-	case StageStart:
+	case taskapi.StageStart:
 		return "starting the conductor"
-	case StageRunning:
+	case taskapi.StageRunning:
 		return "running"
-	case StageFinish:
+	case taskapi.StageFinish:
 		return "finishing"
-	case StageDone:
+	case taskapi.StageDone:
 		return "ended"
-	case StagePaused:
+	case taskapi.StagePaused:
 		return "paused"
 	}
 	return string(s)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"karvi-edda-temporal/workflows/taskapi"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ func TestFinishedAttemptsStayBounded(t *testing.T) {
 	for n := 1; n <= 3*maxFinished; n++ {
 		cost := 0.25
 		want += cost
-		st.addFinished(AttemptSummary{Attempt: n, Ended: EndedRedispatched, Events: 2, CostUSD: &cost})
+		st.addFinished(taskapi.AttemptSummary{Attempt: n, Ended: taskapi.EndedRedispatched, Events: 2, CostUSD: &cost})
 	}
 	require.Len(t, st.Finished, maxFinished)
 	require.Equal(t, 3*maxFinished, st.Finished[len(st.Finished)-1].Attempt, "the latest are kept")

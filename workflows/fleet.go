@@ -11,6 +11,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // An attempt in a fleet of worker hosts (docs/fleet.md). StartAttempt goes
@@ -139,8 +140,8 @@ func (r *taskRun) loseHost() {
 	a.SinkAhead = true
 	r.settleBrief(o)
 	r.notifyHostLost(a.Host, o.LastError) // after the brief: it never waits on this
-	r.stepAttemptEnded(EndedHostLost, o.LastError)
-	r.endAttempt(EndedHostLost, o.LastError)
+	r.stepAttemptEnded(taskapi.EndedHostLost, o.LastError)
+	r.endAttempt(taskapi.EndedHostLost, o.LastError)
 	r.nextAttempt()
 	if r.st.Signals.PendingRedispatch {
 		r.st.Signals.PendingRedispatch = false

@@ -19,6 +19,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // queueLog records the task queue of every activity the workflow ran.
@@ -66,12 +67,12 @@ func lostHost(shared func() string, host string) func(context.Context) error {
 }
 
 // runExampleA runs example A's dispatch on f's conductor to its end.
-func runExampleA(t *testing.T, env *testsuite.TestWorkflowEnvironment, f *fakeConductor) Result {
+func runExampleA(t *testing.T, env *testsuite.TestWorkflowEnvironment, f *fakeConductor) taskapi.Result {
 	t.Helper()
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return res
 }
@@ -94,15 +95,15 @@ func TestConductorActivitiesFollowTheirHost(t *testing.T) {
 		hostOf: func(int) string { return "h2" }}
 	f.register(env)
 	q := watchQueues(env)
-	var mid Status
+	var mid taskapi.Status
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&mid))
 	}, 3*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 
@@ -115,7 +116,7 @@ func TestConductorActivitiesFollowTheirHost(t *testing.T) {
 	require.Equal(t, []string{q.shared}, q.on("SetTaskStatus"))
 
 	require.Equal(t, "h2", mid.Host)
-	require.Equal(t, StageRunning, mid.Stage)
+	require.Equal(t, taskapi.StageRunning, mid.Stage)
 	require.Equal(t, "h2", res.Attempts[0].Host)
 }
 
@@ -170,7 +171,7 @@ func TestLostHostStartsTheTaskAnewElsewhere(t *testing.T) {
 	require.Equal(t, 2, res.Attempt)
 	require.Len(t, res.Attempts, 2)
 	lost := res.Attempts[0]
-	require.Equal(t, EndedHostLost, lost.Ended)
+	require.Equal(t, taskapi.EndedHostLost, lost.Ended)
 	require.Equal(t, "host h2 lost during phase implement", lost.LastError)
 	require.Equal(t, "h2", lost.Host)
 	require.Equal(t, "h1", res.Attempts[1].Host)
@@ -213,8 +214,8 @@ func TestAbortWithTheHostGoneEndsAborted(t *testing.T) {
 		fails    func(typ string) bool
 		attempts []string
 	}{
-		{"the stop finds it gone", func(typ string) bool { return typ == "AbortConductor" }, []string{EndedAborted}},
-		{"everything finds it gone", func(string) bool { return true }, []string{EndedHostLost, EndedAborted}},
+		{"the stop finds it gone", func(typ string) bool { return typ == "AbortConductor" }, []string{taskapi.EndedAborted}},
+		{"everything finds it gone", func(string) bool { return true }, []string{taskapi.EndedHostLost, taskapi.EndedAborted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
@@ -236,11 +237,11 @@ func TestAbortWithTheHostGoneEndsAborted(t *testing.T) {
 				mu.Lock()
 				lost = true
 				mu.Unlock()
-				env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "user"})
+				env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{Reason: "user"})
 			}, 5500*time.Millisecond)
-			env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+			env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 			require.NoError(t, env.GetWorkflowError())
-			var res Result
+			var res taskapi.Result
 			require.NoError(t, env.GetWorkflowResult(&res))
 			require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 			var ended []string
@@ -267,15 +268,15 @@ func TestRedispatchWhileTheHostIsLostStartsOneAttempt(t *testing.T) {
 	// The failing delivery takes a second of workflow time (the fake's);
 	// the signal comes in the middle of it.
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "again"})
+		env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "again"})
 	}, 500*time.Millisecond)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
-	require.Equal(t, EndedHostLost, res.Attempts[0].Ended)
+	require.Equal(t, taskapi.EndedHostLost, res.Attempts[0].Ended)
 }
 
 // The host is part of the state continue-as-new carries: the continued
@@ -285,10 +286,10 @@ func TestTheHostCrossesContinueAsNew(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1,
 		hostOf: func(int) string { return "h2" }}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 3}})
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, env.GetWorkflowError(), &can)
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	var resumed State
 	require.NoError(t, json.Unmarshal(next.Resume, &resumed))
@@ -301,7 +302,7 @@ func TestTheHostCrossesContinueAsNew(t *testing.T) {
 	env = newEnv(t)
 	f.register(env)
 	q := watchQueues(env)
-	env.ExecuteWorkflow(TaskWorkflowName, next)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, next)
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 1, f.starts, "no new attempt")
 	deliveries := q.on("DeliverEvents")
@@ -315,6 +316,6 @@ func TestTheHostCrossesContinueAsNew(t *testing.T) {
 func TestRenderDetailsNamesTheHost(t *testing.T) {
 	plan := activities.PlanInfo{Summary: mapping.PlanSummary{Name: mapping.PlanName("T5", 2), PhaseIDs: []string{"implement"}}}
 	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"},
-		Current: Attempt{N: 2, Stage: StageRunning, Host: "h2", Plan: &plan, Brief: mapping.NewBriefState("T5", plan.Summary)}}
+		Current: Attempt{N: 2, Stage: taskapi.StageRunning, Host: "h2", Plan: &plan, Brief: mapping.NewBriefState("T5", plan.Summary)}}
 	require.Contains(t, renderDetails(&st), "\nplan `karvi-t5-020d01-r2` on host h2 · 0 of 1 phases done\n")
 }

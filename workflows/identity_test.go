@@ -19,6 +19,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // testNonce is the nonce of the test environment's workflow chain, once
@@ -53,11 +54,11 @@ func TestAttemptsCarryTheirChainsNonce(t *testing.T) {
 		f.mu.Lock()
 		f.hang, f.events = false, all
 		f.mu.Unlock()
-		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try again"})
+		env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "try again"})
 	}, 10*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	nonce := testNonce()
 	require.NotEmpty(t, nonce)
@@ -94,10 +95,10 @@ func TestAWaiterOfAGonePoolAsksAgain(t *testing.T) {
 	f.register(env)
 	p := &fakePool{answers: []slots.Answer{{State: slots.Queued, Position: 1}, {State: slots.Granted}}}
 	p.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{}))
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{}))
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, []string{"agents: T5#1", "agents: T5#1"}, p.asked(), "the same key, asked again")

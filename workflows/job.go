@@ -8,6 +8,7 @@ import (
 
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // The job query: the task as a job of attempts (package jobview). The
@@ -18,7 +19,7 @@ import (
 // nothing to history.
 
 func (r *taskRun) setupJobQuery() error {
-	if err := workflow.SetQueryHandler(r.ctx, QueryJob, func() (jobview.Job, error) {
+	if err := workflow.SetQueryHandler(r.ctx, taskapi.QueryJob, func() (jobview.Job, error) {
 		return r.job(), nil
 	}); err != nil {
 		return fmt.Errorf("register job query: %w", err)
@@ -42,7 +43,7 @@ func (r *taskRun) job() jobview.Job {
 		updated = later(updated, s.EndedAt)
 	}
 	// Once the task ended, its last attempt is among the finished ones.
-	if cur.Stage != StageDone {
+	if cur.Stage != taskapi.StageDone {
 		in.Attempts = append(in.Attempts, cur.jobInput())
 		updated = later(later(updated, cur.StartedAt), cur.LastEventAt)
 	}
@@ -67,11 +68,11 @@ func (a Attempt) jobInput() jobview.AttemptInput {
 		// brief still tells which phase runs.
 		t = &jobview.Tally{Current: a.Brief.Brief.CurrentPhase}
 	}
-	if a.Stage == StageFinish && a.Outcome != nil {
+	if a.Stage == taskapi.StageFinish && a.Outcome != nil {
 		t = a.endedTally(endedAs(*a.Outcome), a.Outcome.LastError)
 	}
 	return jobview.AttemptInput{Number: a.N, ID: a.PlanName(), StartedAt: a.StartedAt,
-		Planning: a.Stage == StagePrepare || a.Stage == StageStart, Tally: t}
+		Planning: a.Stage == taskapi.StagePrepare || a.Stage == taskapi.StageStart, Tally: t}
 }
 
 // endedTally is the attempt's tally with how it ended: ended as the
@@ -91,7 +92,7 @@ func (a Attempt) endedTally(ended, lastError string) *jobview.Tally {
 // endedAs words an outcome as finish() records it in the attempt's summary.
 func endedAs(o mapping.Outcome) string {
 	if mapping.IsAbort(o.LastError) {
-		return EndedAborted
+		return taskapi.EndedAborted
 	}
 	return string(o.TaskStatus)
 }

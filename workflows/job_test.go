@@ -12,6 +12,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fakeTally is the fake delivery's job view: the checkpoint's tally with
@@ -38,7 +39,7 @@ func TestJobQueryAcrossARedispatch(t *testing.T) {
 	f.register(env)
 	query := func() jobview.Job {
 		t.Helper()
-		v, err := env.QueryWorkflow(QueryJob)
+		v, err := env.QueryWorkflow(taskapi.QueryJob)
 		require.NoError(t, err)
 		var j jobview.Job
 		require.NoError(t, v.Get(&j))
@@ -52,7 +53,7 @@ func TestJobQueryAcrossARedispatch(t *testing.T) {
 	}, 2500*time.Millisecond)
 	env.RegisterDelayedCallback(func() { during = query() }, 5*time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try again"})
+		env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "try again"})
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
 		// Once the first attempt was stopped and drained, the second one's
@@ -63,7 +64,7 @@ func TestJobQueryAcrossARedispatch(t *testing.T) {
 		f.mu.Unlock()
 	}, 12*time.Second)
 	env.RegisterDelayedCallback(func() { second = query() }, 16*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 
 	require.Equal(t, jobview.Executing(1, "implement"), during.State)
@@ -105,12 +106,12 @@ func TestJobQueryAcrossARedispatch(t *testing.T) {
 	require.Equal(t, last.FinishedAt.Sub(job.CreatedAt), m.TotalTime.Std())
 
 	// The status query's attempt summaries carry the same record.
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(taskapi.QueryStatus)
 	require.NoError(t, err)
-	var st Status
+	var st taskapi.Status
 	require.NoError(t, v.Get(&st))
 	require.Len(t, st.Attempts, 2)
-	require.Equal(t, &jobview.End{How: EndedRedispatched, Phase: "implement"}, st.Attempts[0].Job.End)
+	require.Equal(t, &jobview.End{How: taskapi.EndedRedispatched, Phase: "implement"}, st.Attempts[0].Job.End)
 
 	// What a client prints: snake_case, the state tagged by status.
 	data, err := json.Marshal(job)
@@ -134,9 +135,9 @@ func TestJobQueryWhenTheConductorCannotStart(t *testing.T) {
 			return activities.StartAttemptResult{Plan: info, StartError: "exec: edda: not found"}, err
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(nil)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	v, err := env.QueryWorkflow(QueryJob)
+	v, err := env.QueryWorkflow(taskapi.QueryJob)
 	require.NoError(t, err)
 	var job jobview.Job
 	require.NoError(t, v.Get(&job))

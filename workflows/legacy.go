@@ -9,6 +9,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // The earlier path of an attempt, kept only so that histories recorded
@@ -37,7 +38,7 @@ func (r *taskRun) prepare() error {
 	}); err != nil {
 		return err
 	}
-	a.Stage = StageStart
+	a.Stage = taskapi.StageStart
 	r.upsertSearch()
 	return nil
 }
@@ -57,7 +58,7 @@ func (r *taskRun) start() error {
 	}
 	a.Conductor = &h
 	a.LastEventAt = workflow.Now(r.ctx)
-	a.Stage = StageRunning
+	a.Stage = taskapi.StageRunning
 	return nil
 }
 
@@ -91,7 +92,7 @@ func (r *taskRun) tail() error {
 	r.st.Polls++
 	r.apply(res)
 	if a.Outcome != nil {
-		a.Stage = StageFinish
+		a.Stage = taskapi.StageFinish
 		return nil
 	}
 	if res.Exited {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A note that arrives in the same workflow task as the checkpoint before
@@ -20,20 +21,20 @@ func TestNoteWithTheLastCheckpointSurvivesContinueAsNew(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
 	delivered := 0
-	note := NoteSignal{Action: "budget", Detail: "Budget 80% reached ($8.00 of $10.00)"}
+	note := taskapi.NoteSignal{Action: "budget", Detail: "Budget 80% reached ($8.00 of $10.00)"}
 	f.afterDeliver = func() error {
 		delivered++
 		if delivered == 2 { // the third poll: continue-as-new follows it
-			env.SignalWorkflowSkippingWorkflowTask(SignalNote, note)
+			env.SignalWorkflowSkippingWorkflowTask(taskapi.SignalNote, note)
 		}
 		return nil
 	}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
-		Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 3}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can), "expected continue-as-new, got %v", env.GetWorkflowError())
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	var resumed State
 	require.NoError(t, json.Unmarshal(next.Resume, &resumed))

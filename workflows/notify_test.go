@@ -14,6 +14,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A task that ends blocked tells the webhook once, with the blocker, after
@@ -21,7 +22,7 @@ import (
 func TestBlockedTaskNotifiesOnce(t *testing.T) {
 	env, c := newLimited(t)
 	c.limitAgain = true
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{MaxPauses: 1, PauseWait: time.Minute}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{MaxPauses: 1, PauseWait: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
 	var blocked []activities.NotifyRequest
 	for _, n := range c.notes {
@@ -86,7 +87,7 @@ func TestLostHostNotifiesOnce(t *testing.T) {
 			notes = append(notes, req)
 			return nil
 		})
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, notes, 1, "notes: %+v", notes)
 	n := notes[0]

@@ -122,10 +122,10 @@ func (r *taskRun) enterPause(p *taskapi.Pause) {
 	r.st.Pause = p
 	// Paused from here on: a status query never shows the pause with the
 	// attempt still running.
-	a.Stage = StagePaused
+	a.Stage = taskapi.StagePaused
 	// A resume signal sent before this pause does not end it.
-	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
-	var stale ResumeSignal
+	resumeCh := workflow.GetSignalChannel(r.ctx, taskapi.SignalResume)
+	var stale taskapi.ResumeSignal
 	for resumeCh.ReceiveAsync(&stale) {
 	}
 	until := p.Until.UTC()
@@ -179,7 +179,7 @@ func (r *taskRun) paused() error {
 	if p.Ended != "" {
 		return r.resumeWithSlot(p.Ended)
 	}
-	resumeCh := workflow.GetSignalChannel(r.ctx, SignalResume)
+	resumeCh := workflow.GetSignalChannel(r.ctx, taskapi.SignalResume)
 	reason := r.budgetRaised()
 	for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 		var timer workflow.Future
@@ -200,7 +200,7 @@ func (r *taskRun) paused() error {
 				sel.AddFuture(timer, func(workflow.Future) { reason = "the limit's reset passed" })
 			}
 			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-				var s ResumeSignal
+				var s taskapi.ResumeSignal
 				c.Receive(r.ctx, &s)
 				reason = "resumed by signal"
 				if s.Reason != "" {
@@ -262,7 +262,7 @@ func (r *taskRun) resume(why string) error {
 	a := &r.st.Current
 	r.st.Pause = nil
 	if r.accountOn && a.Plan == nil {
-		a.Stage = StagePrepare
+		a.Stage = taskapi.StagePrepare
 		r.step(canonical.Step{Kind: canonical.StepNote, Status: "resumed", Reason: why})
 		r.tellRun(false, workflow.Now(r.ctx))
 		r.notify("resumed", why, time.Time{}, nil)
@@ -289,7 +289,7 @@ func (r *taskRun) resume(why string) error {
 	r.log.Info("task resumed", "plan", a.PlanName(), "why", why, "retried", res.Retried)
 	a.Conductor = res.Conductor
 	a.LastEventAt = workflow.Now(r.ctx)
-	a.Stage = StageRunning
+	a.Stage = taskapi.StageRunning
 	r.step(canonical.Step{Kind: canonical.StepNote, Status: "resumed", Reason: why})
 	r.tellRun(false, workflow.Now(r.ctx))
 	r.notify("resumed", why, time.Time{}, map[string]string{"plan": a.PlanName()})

@@ -161,14 +161,14 @@ func TestAccountNoticePausesARunningTask(t *testing.T) {
 	env, c := newAccountRig(t)
 	start := env.Now()
 	until := start.Add(time.Hour).UTC()
-	var paused Status
+	var paused taskapi.Status
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(accountapi.SignalNotice, accountapi.Notice{Account: "team", Until: until, By: "T9", Phase: "implement", Text: "You've hit your limit"})
 	}, 10*time.Second)
 	pausedStatus(t, env, &paused)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
@@ -182,7 +182,7 @@ func TestAccountNoticePausesARunningTask(t *testing.T) {
 	require.NotNil(t, c.accountReqs[0].Join, "the task joined its account before it started")
 	require.Len(t, c.accountReqs, 1, "a pause told by the account is not reported back")
 	require.NotContains(t, c.statuses, mapping.TaskBlocked)
-	require.Equal(t, StagePaused, paused.Stage)
+	require.Equal(t, taskapi.StagePaused, paused.Stage)
 	require.Equal(t, "team", paused.Pause.Account)
 	require.Equal(t, "T9", paused.Pause.By)
 	require.Equal(t, until, paused.Pause.Until.UTC())
@@ -198,9 +198,9 @@ func TestAccountPauseHoldsANewAttempt(t *testing.T) {
 	until := env.Now().Add(2 * time.Hour).UTC()
 	c.join = accountapi.View{Account: "team", PausedUntil: until, Paused: true, By: "T9"}
 	c.completeAtOnce = true
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	require.Len(t, c.startedAt, 1)
@@ -215,8 +215,8 @@ func TestOwnLimitIsReportedToTheAccount(t *testing.T) {
 	env, c := newAccountRig(t)
 	reset := env.Now().Add(time.Hour).UTC()
 	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event", Text: "You've hit your limit"}
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Account: "team",
-		Tuning: &Tuning{PauseMargin: time.Minute}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team",
+		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, c.accountReqs, 2)
 	lim := c.accountReqs[1].Limit
@@ -233,10 +233,10 @@ func TestPausedTaskGivesItsSlotBack(t *testing.T) {
 	env, c := newAccountRig(t)
 	reset := env.Now().Add(time.Hour).UTC()
 	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Slots: &SlotRequest{Pool: "solo"},
-		Tuning: &Tuning{PauseMargin: time.Minute}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Slots: &taskapi.SlotRequest{Pool: "solo"},
+		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	require.Len(t, c.acquires, 2, "a slot before the start and again before the resume")
@@ -248,7 +248,7 @@ func TestPausedTaskGivesItsSlotBack(t *testing.T) {
 // Bad account keys are refused before anything starts.
 func TestBadAccountIsRefused(t *testing.T) {
 	env, _ := newAccountRig(t)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Account: "no spaces"})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "no spaces"})
 	require.ErrorContains(t, env.GetWorkflowError(), `invalid account: account "no spaces"`)
 }
 
@@ -258,27 +258,27 @@ func TestBadAccountIsRefused(t *testing.T) {
 func TestBudgetPauseWaitsForARaisedBudget(t *testing.T) {
 	env, c := newAccountRig(t)
 	c.costUSD = 1.5
-	var st Status
+	var st taskapi.Status
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&st))
-		env.SignalWorkflow(SignalBudget, taskapi.BudgetSignal{LimitUSD: 1.2}) // still spent: stays paused
+		env.SignalWorkflow(taskapi.SignalBudget, taskapi.BudgetSignal{LimitUSD: 1.2}) // still spent: stays paused
 	}, 10*time.Hour)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalBudget, taskapi.BudgetSignal{LimitUSD: 5})
+		env.SignalWorkflow(taskapi.SignalBudget, taskapi.BudgetSignal{LimitUSD: 5})
 	}, 20*time.Hour)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
 		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	require.Equal(t, 1, res.Attempt)
 	require.NotEmpty(t, c.interrupted, "stopped gracefully")
 	require.Len(t, c.resumedAt, 1)
 	require.False(t, c.resumedAt[0].Before(c.startedAt[0].Add(20*time.Hour)), "resumed only once the budget was raised")
-	require.Equal(t, StagePaused, st.Stage)
+	require.Equal(t, taskapi.StagePaused, st.Stage)
 	require.Equal(t, taskapi.PausedBudget, st.Pause.Reason)
 	require.Contains(t, st.Pause.Budget, "Budget exceeded")
 	require.NotContains(t, c.statuses, mapping.TaskBlocked)
@@ -289,11 +289,11 @@ func TestBudgetPauseWaitsForARaisedBudget(t *testing.T) {
 func TestBudgetPauseEndsOnResume(t *testing.T) {
 	env, c := newAccountRig(t)
 	c.costUSD = 1.5
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResume, ResumeSignal{Reason: "go on"}) }, time.Hour)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalResume, taskapi.ResumeSignal{Reason: "go on"}) }, time.Hour)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
 		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
 	require.Len(t, c.resumedAt, 1)
@@ -306,7 +306,7 @@ func TestPauseIsShownInTheSinkNotAsAFailure(t *testing.T) {
 	reset := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
 	env.SetStartTime(reset.Add(-time.Hour))
 	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{PauseMargin: 2 * time.Minute}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{PauseMargin: 2 * time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
 	var states []string
 	for _, u := range c.updates {

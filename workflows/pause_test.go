@@ -100,9 +100,9 @@ func newLimited(t *testing.T) (*testsuite.TestWorkflowEnvironment, *limitedCondu
 }
 
 // pausedStatus queries the status a minute into the pause.
-func pausedStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment, got *Status) {
+func pausedStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment, got *taskapi.Status) {
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(got))
 	}, time.Minute)
@@ -112,12 +112,12 @@ func pausedStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment, got *Sta
 // plus the margin, and completes as attempt 1.
 func TestUsageLimitPausesUntilTheReset(t *testing.T) {
 	env, c := newLimited(t)
-	var st Status
+	var st taskapi.Status
 	pausedStatus(t, env, &st)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
-		Tuning: &Tuning{PauseMargin: 30 * time.Second}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{PauseMargin: 30 * time.Second}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
@@ -134,7 +134,7 @@ func TestUsageLimitPausesUntilTheReset(t *testing.T) {
 	require.Equal(t, "resumed", c.notes[1].Kind)
 	require.NotEqual(t, c.notes[0].ID, c.notes[1].ID)
 
-	require.Equal(t, StagePaused, st.Stage)
+	require.Equal(t, taskapi.StagePaused, st.Stage)
 	require.NotNil(t, st.Pause)
 	require.Equal(t, "usage_limit", st.Pause.Reason)
 	require.Equal(t, "test", st.Pause.Phase)
@@ -147,11 +147,11 @@ func TestUsageLimitPausesUntilTheReset(t *testing.T) {
 func TestResumeSignalEndsThePauseEarly(t *testing.T) {
 	env, c := newLimited(t)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalResume, ResumeSignal{Reason: "limit raised"})
+		env.SignalWorkflow(taskapi.SignalResume, taskapi.ResumeSignal{Reason: "limit raised"})
 	}, 2*time.Minute)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Len(t, c.resumes, 1)
@@ -162,11 +162,11 @@ func TestResumeSignalEndsThePauseEarly(t *testing.T) {
 func TestAbortWhilePaused(t *testing.T) {
 	env, c := newLimited(t)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "not today"})
+		env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{Reason: "not today"})
 	}, 2*time.Minute)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, mapping.MsgUserAbort, res.Outcome.LastError)
 	require.Empty(t, c.resumes)
@@ -177,9 +177,9 @@ func TestAbortWhilePaused(t *testing.T) {
 func TestPauseCapBlocksTheTask(t *testing.T) {
 	env, c := newLimited(t)
 	c.limitAgain = true
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{MaxPauses: 2, PauseWait: time.Minute}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{MaxPauses: 2, PauseWait: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Contains(t, res.Outcome.LastError, "usage limit 3 times")
@@ -190,7 +190,7 @@ func TestPauseCapBlocksTheTask(t *testing.T) {
 // to end it.
 func TestDetailsShowThePause(t *testing.T) {
 	until := time.Date(2026, 3, 10, 15, 2, 0, 0, time.UTC)
-	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, Current: Attempt{N: 1, Stage: StagePaused},
+	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, Current: Attempt{N: 1, Stage: taskapi.StagePaused},
 		Pause: &taskapi.Pause{Reason: taskapi.PausedUsageLimit, Phase: "test", Until: until, Text: "You've hit your limit · resets 3pm"}}
 	got := renderDetails(&st)
 	require.Contains(t, got, "attempt 1 · paused")

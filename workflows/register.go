@@ -17,7 +17,7 @@ import (
 // `TaskWorkflow`, `RunWorkflow`, `SlotPoolWorkflow`, `TaskEvents`,
 // `IntentFireWorkflow` and `AccountWorkflow`.
 func Register(r worker.WorkflowRegistry) {
-	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
+	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
 	r.RegisterWorkflowWithOptions(SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
 	r.RegisterWorkflowWithOptions(EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})

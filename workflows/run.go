@@ -15,6 +15,7 @@ import (
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // runActs is only used for its method values, like acts.
@@ -241,9 +242,9 @@ func (r *runFlow) launch(id string) {
 	if t.Worktree != "" {
 		d.WorkingDir = t.Worktree
 	}
-	in := TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning, ReportSpend: r.in.Budget != nil}
+	in := taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning, ReportSpend: r.in.Budget != nil}
 	if r.in.Pool != "" {
-		in.Slots = &SlotRequest{Pool: r.in.Pool, Run: r.run.Slug}
+		in.Slots = &taskapi.SlotRequest{Pool: r.in.Pool, Run: r.run.Slug}
 	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            runapi.TaskWorkflowID(id),
@@ -256,7 +257,7 @@ func (r *runFlow) launch(id string) {
 	r.started++
 	r.log.Info("task started", "task", id, "attempt", attempt, "model", model)
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
-		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(gctx, opts), TaskWorkflowName, in)
+		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(gctx, opts), taskapi.TaskWorkflowName, in)
 		var ex workflow.Execution
 		if err := f.GetChildWorkflowExecution().Get(gctx, &ex); err != nil {
 			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow did not start: "+err.Error()))
@@ -266,7 +267,7 @@ func (r *runFlow) launch(id string) {
 			cur.RunID = ex.RunID
 			r.wake = true // a continue-as-new may have waited for this
 		}
-		var res Result
+		var res taskapi.Result
 		if err := f.Get(gctx, &res); err != nil {
 			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+errtext.Root(err)))
 			return
@@ -468,7 +469,7 @@ func (r *runFlow) abort() (runstatus.Status, error) {
 			continue
 		}
 		sent = append(sent, workflow.SignalExternalWorkflow(r.ctx, runapi.TaskWorkflowID(rt.ID), "",
-			SignalAbort, AbortSignal{Reason: reason}))
+			taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}))
 	}
 	for _, f := range sent {
 		if err := f.Get(r.ctx, nil); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // A run's budget covers what all its tasks spend: the attempts that ended
@@ -82,7 +83,7 @@ func (r *runFlow) checkBudget() bool {
 func (r *runFlow) noteRunningTasks(action, detail string) {
 	for _, rt := range r.run.Tasks {
 		if t := r.st.Tasks[rt.ID]; t.Running {
-			f := workflow.SignalExternalWorkflow(r.ctx, runapi.TaskWorkflowID(rt.ID), "", SignalNote, NoteSignal{Action: action, Detail: detail})
+			f := workflow.SignalExternalWorkflow(r.ctx, runapi.TaskWorkflowID(rt.ID), "", taskapi.SignalNote, taskapi.NoteSignal{Action: action, Detail: detail})
 			if err := f.Get(r.ctx, nil); err != nil {
 				r.log.Warn("note not delivered to a task", "task", rt.ID, "error", err)
 			}

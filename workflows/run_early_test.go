@@ -12,14 +12,15 @@ import (
 
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // earlyParent starts a task workflow as its child, as a run does, and
 // notes when the task told it of its end and when the child closed.
-func earlyParent(ctx workflow.Context, in TaskInput) ([]string, error) {
+func earlyParent(ctx workflow.Context, in taskapi.TaskInput) ([]string, error) {
 	start := workflow.Now(ctx)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: "karvi-task-" + in.Dispatch.TaskID})
-	f := workflow.ExecuteChildWorkflow(cctx, TaskWorkflowName, in)
+	f := workflow.ExecuteChildWorkflow(cctx, taskapi.TaskWorkflowName, in)
 	ch := workflow.GetSignalChannel(ctx, runapi.SignalTaskEnded)
 	var out []string
 	closed := false
@@ -31,7 +32,7 @@ func earlyParent(ctx workflow.Context, in TaskInput) ([]string, error) {
 			out = append(out, fmt.Sprintf("%s told %s#%d reached %d: %s", workflow.Now(ctx).Sub(start), e.Task, e.Attempt, e.Reached, e.Summary))
 		})
 		sel.AddFuture(f, func(f workflow.Future) {
-			var res Result
+			var res taskapi.Result
 			err := f.Get(ctx, &res)
 			out = append(out, fmt.Sprintf("%s closed %s (%v)", workflow.Now(ctx).Sub(start), res.Outcome.TaskStatus, err))
 			closed = true
@@ -49,7 +50,7 @@ func TestTaskTellsItsRunOfTheCompletionBeforeTheStatusWrite(t *testing.T) {
 	env.RegisterWorkflow(earlyParent)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 100, statusAfter: time.Minute}
 	f.register(env)
-	env.ExecuteWorkflow(earlyParent, TaskInput{Dispatch: exampleDispatch(t), Attempt: 1})
+	env.ExecuteWorkflow(earlyParent, taskapi.TaskInput{Dispatch: exampleDispatch(t), Attempt: 1})
 	require.NoError(t, env.GetWorkflowError())
 	var out []string
 	require.NoError(t, env.GetWorkflowResult(&out))

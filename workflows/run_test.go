@@ -21,6 +21,7 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fakeTasks stands in for the task workflows of a run: each task's attempts
@@ -34,7 +35,7 @@ type fakeTasks struct {
 	failFirst map[string]int
 	// took: how long an attempt runs (default 1m).
 	took  map[string]time.Duration
-	calls []TaskInput
+	calls []taskapi.TaskInput
 	// live / maxLive count attempts running at once.
 	live, maxLive int
 	order         []string // "start:<id>" and "end:<id>", in workflow time order
@@ -49,7 +50,7 @@ type fakeTasks struct {
 	lingers map[string]time.Duration
 }
 
-func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
+func (f *fakeTasks) child(ctx workflow.Context, in taskapi.TaskInput) (taskapi.Result, error) {
 	id := in.Dispatch.TaskID
 	f.mu.Lock()
 	f.calls = append(f.calls, in)
@@ -73,19 +74,19 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 		// Half way, the attempt tells its run what it spent so far, as a
 		// task does at its checkpoints.
 		if err := workflow.Sleep(ctx, took/2); err != nil {
-			return Result{}, err
+			return taskapi.Result{}, err
 		}
 		took -= took / 2
 		parent := workflow.GetInfo(ctx).ParentWorkflowExecution
 		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", runapi.SignalTaskSpend,
 			runapi.TaskSpend{Task: id, Attempt: in.Attempt, CostUSD: 0.2}).Get(ctx, nil)
 	}
-	notes := workflow.GetSignalChannel(ctx, SignalNote)
+	notes := workflow.GetSignalChannel(ctx, taskapi.SignalNote)
 	sel := workflow.NewSelector(ctx)
 	done := false
 	sel.AddFuture(workflow.NewTimer(ctx, took), func(workflow.Future) { done = true })
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalAbort), func(c workflow.ReceiveChannel, _ bool) {
-		var a AbortSignal
+	sel.AddReceive(workflow.GetSignalChannel(ctx, taskapi.SignalAbort), func(c workflow.ReceiveChannel, _ bool) {
+		var a taskapi.AbortSignal
 		c.Receive(ctx, &a)
 		aborted = true
 		f.mu.Lock()
@@ -95,7 +96,7 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 	sel.AddReceive(notes, func(c workflow.ReceiveChannel, _ bool) {})
 	for !aborted && !done {
 		sel.Select(ctx)
-		var n NoteSignal
+		var n taskapi.NoteSignal
 		for notes.ReceiveAsync(&n) {
 			f.mu.Lock()
 			f.notes = append(f.notes, id+": "+n.Detail)
@@ -111,8 +112,8 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 	if n == 1 {
 		reached += f.moved[id]
 	}
-	res := Result{TaskID: id, Attempt: reached, Dispatch: in.Dispatch,
-		Attempts: []AttemptSummary{{Attempt: in.Attempt, CostUSD: &cost}}}
+	res := taskapi.Result{TaskID: id, Attempt: reached, Dispatch: in.Dispatch,
+		Attempts: []taskapi.AttemptSummary{{Attempt: in.Attempt, CostUSD: &cost}}}
 	res.Brief.Plan.TotalPhases = 3
 	res.Brief.CompletedPhases = 3
 	res.Brief.Log = []mapping.LogEntry{{Action: "done", Detail: "all phases of " + id}}
@@ -133,7 +134,7 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 			Task: id, Attempt: in.Attempt, Reached: e.Reached, Summary: e.Summary, CostUSD: e.CostUSD,
 			ByPhase: e.ByPhase, Model: e.Model, Skill: e.Skill}).Get(ctx, nil)
 		if err := workflow.Sleep(ctx, linger); err != nil {
-			return Result{}, err
+			return taskapi.Result{}, err
 		}
 		f.mu.Lock()
 		f.order = append(f.order, "closed:"+id)
@@ -142,10 +143,10 @@ func (f *fakeTasks) child(ctx workflow.Context, in TaskInput) (Result, error) {
 	return res, nil
 }
 
-func (f *fakeTasks) attemptsOf(id string) []TaskInput {
+func (f *fakeTasks) attemptsOf(id string) []taskapi.TaskInput {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []TaskInput
+	var out []taskapi.TaskInput
 	for _, c := range f.calls {
 		if c.Dispatch.TaskID == id {
 			out = append(out, c)
@@ -166,7 +167,7 @@ func runEnv(t *testing.T, f *fakeTasks) (*testsuite.TestWorkflowEnvironment, str
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: TaskWorkflowName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	root := t.TempDir()
 	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: root}})
 	return env, root

@@ -7,6 +7,7 @@ import (
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // runState is what the run workflow hands over on continue-as-new: the
@@ -89,7 +90,7 @@ type taskEnd struct {
 }
 
 // endOfResult reads a task workflow's result.
-func endOfResult(id string, attempt int, res Result) taskEnd {
+func endOfResult(id string, attempt int, res taskapi.Result) taskEnd {
 	e := taskEnd{ID: id, Attempt: attempt, Reached: max(attempt, res.Attempt), Summary: briefSummary(res.Brief),
 		ByPhase: res.Brief.Cost.ByPhase, Skill: res.Dispatch.Skill}
 	if m := res.Dispatch.ModelHint; m != nil {

@@ -221,7 +221,7 @@ func (r *taskRun) releaseSlot(ended string) {
 
 // noSlotOutcome is an attempt that got no slot: blocked, saying which pool
 // and why, e.g. "no agent slot in pool agents within 10m: timeout".
-func noSlotOutcome(pool string, req *SlotRequest, ans slots.Answer) mapping.Outcome {
+func noSlotOutcome(pool string, req *taskapi.SlotRequest, ans slots.Answer) mapping.Outcome {
 	msg := "no agent slot in pool " + pool
 	switch {
 	case ans.Reason == slots.ReasonTimeout:
@@ -255,12 +255,12 @@ func shortDuration(d time.Duration) string {
 }
 
 // slotStatus is the attempt's slot for the status query.
-func (r *taskRun) slotStatus() *SlotStatus {
+func (r *taskRun) slotStatus() *taskapi.SlotStatus {
 	s := r.st.Current.Slot
 	if s == nil {
 		return nil
 	}
-	out := &SlotStatus{Pool: s.Pool, Since: s.Since, Position: s.Position, State: slotState(s, r.st.Current.Outcome)}
+	out := &taskapi.SlotStatus{Pool: s.Pool, Since: s.Since, Position: s.Position, State: slotState(s, r.st.Current.Outcome)}
 	if s.Refused != "" {
 		out.Reason = string(s.Refused)
 	}
@@ -294,7 +294,7 @@ func slotWords(a *Attempt) string {
 
 // validSlotRequest refuses, before anything starts, a slot request the
 // pool would refuse.
-func validSlotRequest(s *SlotRequest) error {
+func validSlotRequest(s *taskapi.SlotRequest) error {
 	if s == nil {
 		return nil
 	}

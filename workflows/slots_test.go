@@ -21,6 +21,7 @@ import (
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fakePool stands in for a slot pool's workflow: it answers the task's
@@ -67,15 +68,15 @@ func notice(pool, task string, attempt int, a slots.Answer) slotapi.Notice {
 	return slotapi.Notice{Pool: pool, Notice: slots.Notice{Key: slots.Key{Task: task, Attempt: attempt}, Answer: a}}
 }
 
-func slotInput(t *testing.T, s *SlotRequest) TaskInput {
-	return TaskInput{Dispatch: exampleDispatch(t), Slots: s}
+func slotInput(t *testing.T, s *taskapi.SlotRequest) taskapi.TaskInput {
+	return taskapi.TaskInput{Dispatch: exampleDispatch(t), Slots: s}
 }
 
-func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) taskapi.Status {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(taskapi.QueryStatus)
 	require.NoError(t, err)
-	var s Status
+	var s taskapi.Status
 	require.NoError(t, v.Get(&s))
 	return s
 }
@@ -91,10 +92,10 @@ func TestTaskWaitsForASlotThenGivesItBack(t *testing.T) {
 	p.register(env)
 	env.RegisterDelayedCallback(func() {
 		s := queryStatus(t, env)
-		require.Equal(t, StagePrepare, s.Stage)
-		require.Equal(t, &SlotStatus{Pool: "agents", State: "waiting", Position: 2, Since: s.Slot.Since}, s.Slot)
+		require.Equal(t, taskapi.StagePrepare, s.Stage)
+		require.Equal(t, &taskapi.SlotStatus{Pool: "agents", State: "waiting", Position: 2, Since: s.Slot.Since}, s.Slot)
 		require.Zero(t, f.starts, "no conductor before the grant")
-		require.Contains(t, renderDetails(&State{Dispatch: exampleDispatch(t), Current: Attempt{N: 1, Stage: StagePrepare,
+		require.Contains(t, renderDetails(&State{Dispatch: exampleDispatch(t), Current: Attempt{N: 1, Stage: taskapi.StagePrepare,
 			Slot: &SlotHold{Pool: "agents", Position: 2, Since: s.Slot.Since}}}), "Waiting for a slot (position 2 in pool agents)")
 		env.SignalWorkflow(slotapi.SignalSlot, notice("agents", "T5", 2, slots.Answer{State: slots.Granted})) // another attempt's: ignored
 		env.SignalWorkflow(slotapi.SignalSlot, notice("other", "T5", 1, slots.Answer{State: slots.Granted}))  // another pool's: ignored
@@ -103,9 +104,9 @@ func TestTaskWaitsForASlotThenGivesItBack(t *testing.T) {
 		require.Zero(t, f.starts, "stale notices grant nothing")
 		env.SignalWorkflow(slotapi.SignalSlot, notice("agents", "T5", 1, slots.Answer{State: slots.Granted}))
 	}, 2*time.Minute)
-	env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{}))
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{}))
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, 1, f.starts)
@@ -117,19 +118,19 @@ func TestTaskWaitsForASlotThenGivesItBack(t *testing.T) {
 func TestTaskRefusedASlotEndsBlockedWithTheReason(t *testing.T) {
 	cases := []struct {
 		name   string
-		req    SlotRequest
+		req    taskapi.SlotRequest
 		answer slots.Answer
 		notice *slots.Answer
 		want   string
 	}{
-		{name: "timeout", req: SlotRequest{Timeout: 10 * time.Minute},
+		{name: "timeout", req: taskapi.SlotRequest{Timeout: 10 * time.Minute},
 			answer: slots.Answer{State: slots.Queued, Position: 1},
 			notice: &slots.Answer{State: slots.Refused, Reason: slots.ReasonTimeout, Detail: "waited 10m0s in line"},
 			want:   "no agent slot in pool agents within 10m: timeout"},
-		{name: "max_total", req: SlotRequest{Pool: "gpu", Run: "r"},
+		{name: "max_total", req: taskapi.SlotRequest{Pool: "gpu", Run: "r"},
 			answer: slots.Answer{State: slots.Refused, Reason: slots.ReasonMaxTotal, Detail: "run r was granted 10 slots, max_total is 10"},
 			want:   "no agent slot in pool gpu: max_total (run r was granted 10 slots, max_total is 10)"},
-		{name: "no wait", req: SlotRequest{NoWait: true},
+		{name: "no wait", req: taskapi.SlotRequest{NoWait: true},
 			answer: slots.Answer{State: slots.Refused, Reason: slots.ReasonMaxConcurrent, Detail: "all 4 slots are held"},
 			want:   "no agent slot in pool agents: max_concurrent (all 4 slots are held)"},
 	}
@@ -145,9 +146,9 @@ func TestTaskRefusedASlotEndsBlockedWithTheReason(t *testing.T) {
 					env.SignalWorkflow(slotapi.SignalSlot, notice(c.req.PoolOrDefault(), "T5", 1, *c.notice))
 				}, c.req.Timeout)
 			}
-			env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &c.req))
+			env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &c.req))
 			require.NoError(t, env.GetWorkflowError())
-			var res Result
+			var res taskapi.Result
 			require.NoError(t, env.GetWorkflowResult(&res))
 			require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
 			require.Equal(t, c.want, res.Outcome.LastError)
@@ -169,9 +170,9 @@ func TestTaskWithdrawsWhenThePoolNeverAnswers(t *testing.T) {
 	f.register(env)
 	p := &fakePool{answers: []slots.Answer{{State: slots.Queued, Position: 7}}}
 	p.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{Timeout: 5 * time.Minute}))
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{Timeout: 5 * time.Minute}))
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "no agent slot in pool agents within 5m: timeout", res.Outcome.LastError)
 	require.Equal(t, []string{"agents: T5#1 blocked"}, p.releases, "the task takes itself out of line")
@@ -188,10 +189,10 @@ func TestSignalsWhileWaitingOrHolding(t *testing.T) {
 		f.register(env)
 		p := &fakePool{answers: []slots.Answer{{State: slots.Queued, Position: 3}}}
 		p.register(env)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "no"}) }, time.Minute)
-		env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{}))
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{Reason: "no"}) }, time.Minute)
+		env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{}))
 		require.NoError(t, env.GetWorkflowError())
-		var res Result
+		var res taskapi.Result
 		require.NoError(t, env.GetWorkflowResult(&res))
 		require.Equal(t, mapping.MsgUserAbort, res.Outcome.LastError)
 		require.Zero(t, f.starts)
@@ -214,11 +215,11 @@ func TestSignalsWhileWaitingOrHolding(t *testing.T) {
 			f.hang, f.exitAfterAll = false, true
 			f.events = loadEvents(t, "../testdata/examples/A/events.snake.jsonl")
 			f.mu.Unlock()
-			env.SignalWorkflow(SignalRedispatch, RedispatchSignal{})
+			env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{})
 		}, 10*time.Second)
-		env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{Pool: "p1"}))
+		env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{Pool: "p1"}))
 		require.NoError(t, env.GetWorkflowError())
-		var res Result
+		var res taskapi.Result
 		require.NoError(t, env.GetWorkflowResult(&res))
 		require.Equal(t, 2, res.Attempt)
 		require.Equal(t, []string{"p1: T5#1", "p1: T5#2"}, p.asked())
@@ -232,7 +233,7 @@ func TestBadSlotRequestFailsBeforeAnythingStarts(t *testing.T) {
 	f := &fakeConductor{t: t}
 	f.register(env)
 	(&fakePool{}).register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, slotInput(t, &SlotRequest{Pool: "no/such"}))
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, slotInput(t, &taskapi.SlotRequest{Pool: "no/such"}))
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `invalid slot request: pool name "no/such"`)
@@ -247,9 +248,9 @@ func TestSlotHeldAcrossContinueAsNew(t *testing.T) {
 	f.register(env)
 	p := &fakePool{answers: []slots.Answer{{State: slots.Granted}}}
 	p.register(env)
-	in := slotInput(t, &SlotRequest{})
-	in.Tuning = &Tuning{ContinueAsNewAfterPolls: 2}
-	env.ExecuteWorkflow(TaskWorkflowName, in)
+	in := slotInput(t, &taskapi.SlotRequest{})
+	in.Tuning = &taskapi.Tuning{ContinueAsNewAfterPolls: 2}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
 	next := continuedTask(t, env)
 	require.NotNil(t, next.Resume)
 	require.Empty(t, p.releases, "the slot is held across the hand-over")
@@ -257,15 +258,15 @@ func TestSlotHeldAcrossContinueAsNew(t *testing.T) {
 	env2 := newEnv(t)
 	f.register(env2)
 	p.register(env2)
-	env2.ExecuteWorkflow(TaskWorkflowName, next)
+	env2.ExecuteWorkflow(taskapi.TaskWorkflowName, next)
 	for env2.GetWorkflowError() != nil {
 		next = continuedTask(t, env2)
 		env2 = newEnv(t)
 		f.register(env2)
 		p.register(env2)
-		env2.ExecuteWorkflow(TaskWorkflowName, next)
+		env2.ExecuteWorkflow(taskapi.TaskWorkflowName, next)
 	}
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env2.GetWorkflowResult(&res))
 	require.Equal(t, mapping.TaskCompleted, res.Outcome.TaskStatus)
 	require.Equal(t, []string{"agents: T5#1"}, p.asked(), "asked once for the attempt")
@@ -273,11 +274,11 @@ func TestSlotHeldAcrossContinueAsNew(t *testing.T) {
 }
 
 // continuedTask is the input a task workflow continued-as-new with.
-func continuedTask(t *testing.T, env *testsuite.TestWorkflowEnvironment) TaskInput {
+func continuedTask(t *testing.T, env *testsuite.TestWorkflowEnvironment) taskapi.TaskInput {
 	t.Helper()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can), "expected continue-as-new, got %v", env.GetWorkflowError())
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	return next
 }
@@ -291,7 +292,7 @@ func TestRunPassesItsPoolToItsTasks(t *testing.T) {
 	require.Equal(t, runstatus.RunComplete, runResult(t, env).Status)
 	require.Len(t, f.calls, 5)
 	for _, c := range f.calls {
-		require.Equal(t, &SlotRequest{Pool: "agents", Run: "diamond"}, c.Slots, c.Dispatch.TaskID)
+		require.Equal(t, &taskapi.SlotRequest{Pool: "agents", Run: "diamond"}, c.Slots, c.Dispatch.TaskID)
 	}
 
 	f = &fakeTasks{}
@@ -311,21 +312,21 @@ func TestRunDoesNotLoopATaskRefusedASlot(t *testing.T) {
 	env.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
 	var mu sync.Mutex
 	attempts := map[string]int{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in TaskInput) (Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in taskapi.TaskInput) (taskapi.Result, error) {
 		id := in.Dispatch.TaskID
 		mu.Lock()
 		attempts[id]++
 		mu.Unlock()
 		if err := workflow.Sleep(ctx, time.Minute); err != nil {
-			return Result{}, err
+			return taskapi.Result{}, err
 		}
-		res := Result{TaskID: id, Attempt: in.Attempt, Dispatch: in.Dispatch, Outcome: mapping.CompletedOutcome()}
+		res := taskapi.Result{TaskID: id, Attempt: in.Attempt, Dispatch: in.Dispatch, Outcome: mapping.CompletedOutcome()}
 		if id == "c" {
 			res.Outcome = noSlotOutcome("agents", in.Slots, slots.Answer{State: slots.Refused, Reason: slots.ReasonMaxTotal,
 				Detail: "run diamond was granted 2 slots, max_total is 2"})
 		}
 		return res, nil
-	}, workflow.RegisterOptions{Name: TaskWorkflowName})
+	}, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: t.TempDir()}})
 	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Pool: "agents"})
 	doc := runResult(t, env)

@@ -113,8 +113,8 @@ func (r *taskRun) stalled(s activities.Stall) (bool, error) {
 			r.decide(mapping.StallAbortedOutcome(s.Phase, silent))
 			return true, nil
 		}
-		r.stepAttemptEnded(EndedRedispatched, reason)
-		r.endAttempt(EndedRedispatched, reason)
+		r.stepAttemptEnded(taskapi.EndedRedispatched, reason)
+		r.endAttempt(taskapi.EndedRedispatched, reason)
 		r.nextAttempt()
 		return true, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // stallingConductor is a conductor whose first attempt stalls in phase
@@ -111,7 +112,7 @@ func (c *stallingConductor) register(t *testing.T, env *testsuite.TestWorkflowEn
 		})
 }
 
-func runStalling(t *testing.T, action stalls.Action, edit func(*mapping.DispatchPlan)) (*stallingConductor, Result, *testsuite.TestWorkflowEnvironment) {
+func runStalling(t *testing.T, action stalls.Action, edit func(*mapping.DispatchPlan)) (*stallingConductor, taskapi.Result, *testsuite.TestWorkflowEnvironment) {
 	env := newEnv(t)
 	c := &stallingConductor{t0: env.Now().UTC(), action: action}
 	c.register(t, env)
@@ -121,9 +122,9 @@ func runStalling(t *testing.T, action stalls.Action, edit func(*mapping.Dispatch
 	if edit != nil {
 		edit(&d)
 	}
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: d})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return c, res, env
 }
@@ -176,7 +177,7 @@ func TestStallRedispatchesAsAttemptTwo(t *testing.T) {
 	require.Equal(t, []int{1, 2}, c.starts)
 	require.Equal(t, 1, c.aborts)
 	require.Len(t, res.Attempts, 2)
-	require.Equal(t, EndedRedispatched, res.Attempts[0].Ended)
+	require.Equal(t, taskapi.EndedRedispatched, res.Attempts[0].Ended)
 	require.Contains(t, res.Attempts[0].LastError, "phase implement stalled")
 	require.Contains(t, res.Attempts[0].LastError, "redispatching as attempt 2")
 	require.Len(t, c.notesOf("stalled"), 1)
@@ -189,7 +190,7 @@ func TestStallAbortsTheTask(t *testing.T) {
 	require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
 	require.Equal(t, mapping.PlanAborted, res.Outcome.PlanStatus)
 	require.Equal(t, "Plan aborted on a stall: phase implement showed no progress (no event and no agent output) for 5s", res.Outcome.LastError)
-	require.Equal(t, EndedAborted, res.Attempts[0].Ended)
+	require.Equal(t, taskapi.EndedAborted, res.Attempts[0].Ended)
 	require.Equal(t, []int{1}, c.starts)
 	require.Equal(t, 1, c.aborts)
 	require.Equal(t, []mapping.TaskStatus{mapping.TaskBlocked}, c.statuses[len(c.statuses)-1:])

@@ -13,14 +13,14 @@ import (
 // continue-as-new, so it must round-trip through JSON.
 type State struct {
 	Dispatch mapping.DispatchPlan `json:"dispatch"`
-	Tuning   *Tuning              `json:"tuning,omitempty"`
+	Tuning   *taskapi.Tuning      `json:"tuning,omitempty"`
 	// Slots is the agent slot pool each attempt waits for, nil for none.
-	Slots *SlotRequest `json:"slots,omitempty"`
+	Slots *taskapi.SlotRequest `json:"slots,omitempty"`
 	// Current is the attempt in progress; once the task ended, its last.
 	Current Attempt `json:"current"`
 	// Finished summarises every attempt that ended, oldest first (the last
 	// one too, once the task ended).
-	Finished []AttemptSummary `json:"finished,omitempty"`
+	Finished []taskapi.AttemptSummary `json:"finished,omitempty"`
 	// Earlier totals the finished attempts no longer in Finished, which
 	// keeps only the latest maxFinished.
 	Earlier EarlierAttempts `json:"earlier,omitzero"`
@@ -57,8 +57,8 @@ type State struct {
 // Attempt is one run of the conductor for the task: its own plan (and so
 // its own conductor state directory), process, event log and brief.
 type Attempt struct {
-	N     int   `json:"n"`
-	Stage Stage `json:"stage"`
+	N     int           `json:"n"`
+	Stage taskapi.Stage `json:"stage"`
 	// Nonce is the chain's nonce when the attempt began (State.Chain): with
 	// N and the task id it names the attempt's plan (identity.go).
 	Nonce string `json:"nonce,omitempty"`
@@ -116,7 +116,7 @@ type Attempt struct {
 
 // newAttempt is attempt n, about to prepare its plan.
 func newAttempt(n int, now time.Time) Attempt {
-	return Attempt{N: n, Stage: StagePrepare, StartedAt: now, LastEventAt: now}
+	return Attempt{N: n, Stage: taskapi.StagePrepare, StartedAt: now, LastEventAt: now}
 }
 
 // PlanName is the conductor plan name of the attempt, "" before its plan
@@ -129,9 +129,9 @@ func (a Attempt) PlanName() string {
 }
 
 // summary records how the attempt ended.
-func (a Attempt) summary(ended, lastError string, at time.Time) AttemptSummary {
+func (a Attempt) summary(ended, lastError string, at time.Time) taskapi.AttemptSummary {
 	b := a.Brief.Brief
-	s := AttemptSummary{
+	s := taskapi.AttemptSummary{
 		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
 		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
 		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, Host: a.Host,
@@ -158,7 +158,7 @@ type EarlierAttempts struct {
 
 // addFinished records an ended attempt, folding the oldest summaries into
 // Earlier once more than maxFinished are kept.
-func (st *State) addFinished(s AttemptSummary) {
+func (st *State) addFinished(s taskapi.AttemptSummary) {
 	st.Finished = append(st.Finished, s)
 	drop := len(st.Finished) - maxFinished
 	if drop <= 0 {
@@ -171,7 +171,7 @@ func (st *State) addFinished(s AttemptSummary) {
 			st.Earlier.CostUSD += *f.CostUSD
 		}
 	}
-	st.Finished = append([]AttemptSummary(nil), st.Finished[drop:]...)
+	st.Finished = append([]taskapi.AttemptSummary(nil), st.Finished[drop:]...)
 }
 
 // finishedSpent adds to total what the finished attempts spent, except
@@ -226,8 +226,8 @@ type Counts struct {
 type stateV1 struct {
 	Dispatch          mapping.DispatchPlan        `json:"dispatch"`
 	Attempt           int                         `json:"attempt"`
-	Stage             Stage                       `json:"stage"`
-	Tuning            *Tuning                     `json:"tuning,omitempty"`
+	Stage             taskapi.Stage               `json:"stage"`
+	Tuning            *taskapi.Tuning             `json:"tuning,omitempty"`
 	Plan              *activities.PlanInfo        `json:"plan,omitempty"`
 	Handle            *activities.ConductorHandle `json:"handle,omitempty"`
 	Cursor            activities.TailCursor       `json:"cursor"`
@@ -246,7 +246,7 @@ type stateV1 struct {
 	SignalsIgnored    int                         `json:"signalsIgnored,omitempty"`
 	SinkProblem       string                      `json:"sinkProblem,omitempty"`
 	ContinuedAsNew    int                         `json:"continuedAsNew,omitempty"`
-	Attempts          []AttemptSummary            `json:"attempts,omitempty"`
+	Attempts          []taskapi.AttemptSummary    `json:"attempts,omitempty"`
 }
 
 // upgrade is the same knowledge in today's shape. The old record did not

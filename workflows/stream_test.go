@@ -23,6 +23,7 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 var updateStreams = flag.Bool("update", false, "rewrite testdata/streams from the code")
@@ -130,10 +131,10 @@ func TestStreamGolden(t *testing.T) {
 				f.exitAfterAll, f.exitState = true, &cs
 			}
 			f.register(env)
-			env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+			env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 			require.NoError(t, env.GetWorkflowError())
-			var st Status
-			v, err := env.QueryWorkflow(QueryStatus)
+			var st taskapi.Status
+			v, err := env.QueryWorkflow(taskapi.QueryStatus)
 			require.NoError(t, err)
 			require.NoError(t, v.Get(&st))
 
@@ -172,8 +173,8 @@ func TestStreamTellsAbortAndRedispatch(t *testing.T) {
 			f.hang = true
 			f.mu.Unlock()
 		}, time.Second)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "wrong branch"}) }, 10*time.Second)
-		env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{Reason: "wrong branch"}) }, 10*time.Second)
+		env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 		require.NoError(t, env.GetWorkflowError())
 		require.Equal(t, []string{
 			"workflow running state_change", "workflow running task_spawn", "workflow running task_update",
@@ -190,8 +191,8 @@ func TestStreamTellsAbortAndRedispatch(t *testing.T) {
 		env := newEnv(t)
 		f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1, streams: newStreamFake(t)}
 		f.register(env)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRedispatch, RedispatchSignal{}) }, 1500*time.Millisecond)
-		env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{}) }, 1500*time.Millisecond)
+		env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 		require.NoError(t, env.GetWorkflowError())
 		evs := streamEvents(t, f.streams.file("T5"))
 		seen := map[string]bool{}
@@ -244,7 +245,7 @@ func TestStreamSurvivesARetriedDelivery(t *testing.T) {
 		}
 		return nil
 	}
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 2, failures)
 	evs := streamEvents(t, f.streams.file("T5"))
@@ -257,10 +258,10 @@ func TestStreamCrossesContinueAsNew(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1, streams: newStreamFake(t)}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 3}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can))
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	var resumed State
 	require.NoError(t, json.Unmarshal(next.Resume, &resumed))
@@ -294,7 +295,7 @@ func TestStepsAreRedactedBeforeTheyTravel(t *testing.T) {
 	})
 	d := exampleDispatch(t)
 	d.Message = "Use key " + secret + " to add auth.\nMore."
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: d})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d})
 	require.NoError(t, env.GetWorkflowError())
 	require.NotEmpty(t, carried)
 	joined := strings.Join(carried, "\n")
@@ -315,9 +316,9 @@ func TestStreamKeepsTheStepsOfAFailedActivity(t *testing.T) {
 	// A signal in the middle of the failing delivery (a second of the
 	// fake's time): its step travels in the stop sent to the lost host.
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try elsewhere"})
+		env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "try elsewhere"})
 	}, 500*time.Millisecond)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 	var seqs []int
 	for _, ev := range streamEvents(t, f.streams.file("T5")) {

@@ -25,13 +25,13 @@ var acts *activities.Activities
 // starts the conductor, turns every conductor event into a brief patch, and
 // ends by setting the task's status. It owns the brief and the tail cursor, so
 // a worker crash at any point neither loses nor repeats a brief update.
-func TaskWorkflow(ctx workflow.Context, in TaskInput) (Result, error) {
+func TaskWorkflow(ctx workflow.Context, in taskapi.TaskInput) (taskapi.Result, error) {
 	r, err := newTaskRun(ctx, in)
 	if err != nil {
-		return Result{}, err
+		return taskapi.Result{}, err
 	}
 	if err := r.setup(); err != nil {
-		return Result{}, err
+		return taskapi.Result{}, err
 	}
 	return r.run()
 }
@@ -72,7 +72,7 @@ type taskRun struct {
 	searchStatus            mapping.TaskStatus
 }
 
-func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
+func newTaskRun(ctx workflow.Context, in taskapi.TaskInput) (*taskRun, error) {
 	r := &taskRun{ctx: ctx, log: workflow.GetLogger(ctx)}
 	switch {
 	case len(in.Resume) > 0:
@@ -137,19 +137,19 @@ func newTaskRun(ctx workflow.Context, in TaskInput) (*taskRun, error) {
 }
 
 func (r *taskRun) setup() error {
-	r.abortCh = workflow.GetSignalChannel(r.ctx, SignalAbort)
-	r.redispatchCh = workflow.GetSignalChannel(r.ctx, SignalRedispatch)
-	if err := workflow.SetQueryHandlerWithOptions(r.ctx, QueryCost, func() (taskapi.Cost, error) {
+	r.abortCh = workflow.GetSignalChannel(r.ctx, taskapi.SignalAbort)
+	r.redispatchCh = workflow.GetSignalChannel(r.ctx, taskapi.SignalRedispatch)
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, taskapi.QueryCost, func() (taskapi.Cost, error) {
 		return r.cost(), nil
 	}, workflow.QueryHandlerOptions{Description: "what the attempts spent, by phase, model and skill, against the budget"}); err != nil {
 		return fmt.Errorf("register cost query: %w", err)
 	}
-	if err := workflow.SetQueryHandler(r.ctx, QueryBrief, func() (mapping.Brief, error) {
+	if err := workflow.SetQueryHandler(r.ctx, taskapi.QueryBrief, func() (mapping.Brief, error) {
 		return r.st.Current.Brief.Brief, nil
 	}); err != nil {
 		return fmt.Errorf("register brief query: %w", err)
 	}
-	if err := workflow.SetQueryHandler(r.ctx, QueryStatus, func() (Status, error) {
+	if err := workflow.SetQueryHandler(r.ctx, taskapi.QueryStatus, func() (taskapi.Status, error) {
 		return r.status(), nil
 	}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
@@ -166,7 +166,7 @@ func (r *taskRun) setup() error {
 // the tail activity.
 const versionDeliverInTail = "deliver-in-tail"
 
-func (r *taskRun) run() (Result, error) {
+func (r *taskRun) run() (taskapi.Result, error) {
 	// One marker versions both changes a task's history records at its
 	// start: version 1 delivers in the tail, version 2 also routes an
 	// attempt's conductor activities to its host (fleet.go), version 3
@@ -188,40 +188,40 @@ func (r *taskRun) run() (Result, error) {
 	for {
 		r.drainSignals()
 		if err := r.actOnSignals(); err != nil {
-			return Result{}, err
+			return taskapi.Result{}, err
 		}
 		var err error
 		switch r.st.Current.Stage {
-		case StagePrepare:
+		case taskapi.StagePrepare:
 			if r.deliverInTail {
 				err = r.startAttempt()
 			} else {
 				err = r.prepare()
 			}
-		case StageStart:
+		case taskapi.StageStart:
 			err = r.start()
-		case StageRunning:
+		case taskapi.StageRunning:
 			if r.deliverInTail {
 				err = r.deliver()
 			} else {
 				err = r.tail()
 			}
-		case StagePaused:
+		case taskapi.StagePaused:
 			err = r.paused()
-		case StageFinish:
+		case taskapi.StageFinish:
 			err = r.finish()
-		case StageDone:
+		case taskapi.StageDone:
 			r.flushSteps()
 			return r.result(), nil
 		default:
-			return Result{}, temporal.NewNonRetryableApplicationError(
+			return taskapi.Result{}, temporal.NewNonRetryableApplicationError(
 				"unknown attempt stage "+string(r.st.Current.Stage), "BadState", nil)
 		}
 		if err != nil {
-			return Result{}, err
+			return taskapi.Result{}, err
 		}
 		r.showDetails()
-		if r.st.Current.Stage == StageRunning && r.shouldContinueAsNew() {
+		if r.st.Current.Stage == taskapi.StageRunning && r.shouldContinueAsNew() {
 			r.drainSignals()
 			// An account's notice is acted on first: a signal does not
 			// cross continue-as-new.
@@ -232,10 +232,10 @@ func (r *taskRun) run() (Result, error) {
 				resume.Polls = 0
 				data, err := json.Marshal(resume)
 				if err != nil {
-					return Result{}, fmt.Errorf("hand over the state: %w", err)
+					return taskapi.Result{}, fmt.Errorf("hand over the state: %w", err)
 				}
-				return Result{}, workflow.NewContinueAsNewError(r.ctx, TaskWorkflowName,
-					TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Resume: data})
+				return taskapi.Result{}, workflow.NewContinueAsNewError(r.ctx, taskapi.TaskWorkflowName,
+					taskapi.TaskInput{Dispatch: r.st.Dispatch, Tuning: r.st.Tuning, Resume: data})
 			}
 		}
 	}
@@ -253,14 +253,14 @@ func (r *taskRun) shouldContinueAsNew() bool {
 // drainSignals takes every signal already delivered without blocking.
 func (r *taskRun) drainSignals() {
 	for {
-		var a AbortSignal
+		var a taskapi.AbortSignal
 		if r.abortCh.ReceiveAsync(&a) {
-			r.noteSignal(SignalAbort, a.Reason)
+			r.noteSignal(taskapi.SignalAbort, a.Reason)
 			continue
 		}
-		var d RedispatchSignal
+		var d taskapi.RedispatchSignal
 		if r.redispatchCh.ReceiveAsync(&d) {
-			r.noteSignal(SignalRedispatch, d.Reason)
+			r.noteSignal(taskapi.SignalRedispatch, d.Reason)
 			continue
 		}
 		return
@@ -274,7 +274,7 @@ func (r *taskRun) noteSignal(name, reason string) {
 		// Folded into the decision already pending for this burst.
 		sig.Ignored++
 	}
-	if name == SignalAbort {
+	if name == taskapi.SignalAbort {
 		sig.PendingAbort = true
 	} else {
 		sig.PendingRedispatch = true
@@ -290,9 +290,9 @@ func (r *taskRun) takePending() string {
 	action := ""
 	switch {
 	case sig.PendingAbort:
-		action = SignalAbort
+		action = taskapi.SignalAbort
 	case sig.PendingRedispatch:
-		action = SignalRedispatch
+		action = taskapi.SignalRedispatch
 	}
 	sig.PendingAbort, sig.PendingRedispatch = false, false
 	return action
@@ -301,19 +301,19 @@ func (r *taskRun) takePending() string {
 // actOnSignals applies the pending action to the current stage. In the
 // finish stage the outcome is final: finish() decides there.
 func (r *taskRun) actOnSignals() error {
-	if stage := r.st.Current.Stage; stage == StageFinish || stage == StageDone {
+	if stage := r.st.Current.Stage; stage == taskapi.StageFinish || stage == taskapi.StageDone {
 		return nil
 	}
 	action := r.takePending()
 	if action == "" {
 		return nil
 	}
-	if r.st.Current.Stage == StageRunning {
+	if r.st.Current.Stage == taskapi.StageRunning {
 		completed, err := r.stopConductor()
 		if err != nil {
 			return err
 		}
-		if completed != nil && action == SignalAbort {
+		if completed != nil && action == taskapi.SignalAbort {
 			// The conductor finished before the abort could reach it: the
 			// truth is the conductor's, and the abort had nothing to stop.
 			r.st.Signals.Ignored++
@@ -321,12 +321,12 @@ func (r *taskRun) actOnSignals() error {
 			return nil
 		}
 	}
-	if action == SignalAbort {
+	if action == taskapi.SignalAbort {
 		r.decide(mapping.AbortedOutcome())
 		return nil
 	}
-	r.stepAttemptEnded(EndedRedispatched, "")
-	r.endAttempt(EndedRedispatched, "")
+	r.stepAttemptEnded(taskapi.EndedRedispatched, "")
+	r.endAttempt(taskapi.EndedRedispatched, "")
 	r.nextAttempt()
 	return nil
 }
@@ -334,7 +334,7 @@ func (r *taskRun) actOnSignals() error {
 // decide records the attempt's outcome; finish() reports it.
 func (r *taskRun) decide(o mapping.Outcome) {
 	r.st.Current.Outcome = &o
-	r.st.Current.Stage = StageFinish
+	r.st.Current.Stage = taskapi.StageFinish
 	r.showDetails()
 }
 
@@ -361,14 +361,14 @@ func (r *taskRun) endAttempt(ended, lastError string) {
 // addSignalReceivers makes sel note an abort or redispatch signal.
 func (r *taskRun) addSignalReceivers(sel workflow.Selector) {
 	sel.AddReceive(r.abortCh, func(c workflow.ReceiveChannel, _ bool) {
-		var s AbortSignal
+		var s taskapi.AbortSignal
 		c.Receive(r.ctx, &s)
-		r.noteSignal(SignalAbort, s.Reason)
+		r.noteSignal(taskapi.SignalAbort, s.Reason)
 	})
 	sel.AddReceive(r.redispatchCh, func(c workflow.ReceiveChannel, _ bool) {
-		var s RedispatchSignal
+		var s taskapi.RedispatchSignal
 		c.Receive(r.ctx, &s)
-		r.noteSignal(SignalRedispatch, s.Reason)
+		r.noteSignal(taskapi.SignalRedispatch, s.Reason)
 	})
 }
 
@@ -438,7 +438,7 @@ func (r *taskRun) finish() error {
 	r.settleBrief(o)
 	ended := string(o.TaskStatus)
 	if mapping.IsAbort(o.LastError) {
-		ended = EndedAborted
+		ended = taskapi.EndedAborted
 	}
 	// Both steps go with the status write, the workflow's last activity.
 	r.stepStatus(o.TaskStatus, o.BlockerReason)
@@ -458,22 +458,22 @@ func (r *taskRun) finish() error {
 	r.endAttempt(ended, o.LastError)
 	r.upsertSearch()
 	if err != nil {
-		a.Stage = StageDone
+		a.Stage = taskapi.StageDone
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("task %s ended %s but its status could not be written: %v",
 				r.st.Dispatch.TaskID, o.TaskStatus, err), activities.ErrSinkRejected, err)
 	}
 	r.drainSignals()
 	switch r.takePending() {
-	case SignalRedispatch:
+	case taskapi.SignalRedispatch:
 		r.nextAttempt()
 		return nil
-	case SignalAbort:
+	case taskapi.SignalAbort:
 		r.st.Signals.Ignored++
 		r.log.Info("abort ignored: the task already ended", "status", o.TaskStatus)
 	}
 	r.notifyBlocked(o)
-	a.Stage = StageDone
+	a.Stage = taskapi.StageDone
 	return nil
 }
 
@@ -554,15 +554,15 @@ func (r *taskRun) upsertSearch() {
 	if plan == r.searchPlan && phase == r.searchPhase && status == r.searchStatus && r.searchPlan != "" {
 		return
 	}
-	updates := []temporal.SearchAttributeUpdate{SearchTaskID.ValueSet(r.st.Dispatch.TaskID)}
+	updates := []temporal.SearchAttributeUpdate{taskapi.SearchTaskID.ValueSet(r.st.Dispatch.TaskID)}
 	if plan != "" {
-		updates = append(updates, SearchPlanName.ValueSet(plan))
+		updates = append(updates, taskapi.SearchPlanName.ValueSet(plan))
 	}
 	if phase != "" {
-		updates = append(updates, SearchCurrentPhase.ValueSet(phase))
+		updates = append(updates, taskapi.SearchCurrentPhase.ValueSet(phase))
 	}
 	if status != "" {
-		updates = append(updates, SearchTaskStatus.ValueSet(string(status)))
+		updates = append(updates, taskapi.SearchTaskStatus.ValueSet(string(status)))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
 		r.log.Warn("search attributes not updated", "error", err)
@@ -571,9 +571,9 @@ func (r *taskRun) upsertSearch() {
 	r.searchPlan, r.searchPhase, r.searchStatus = plan, phase, status
 }
 
-func (r *taskRun) status() Status {
+func (r *taskRun) status() taskapi.Status {
 	a := r.st.Current
-	s := Status{
+	s := taskapi.Status{
 		TaskID:          r.st.Dispatch.TaskID,
 		Stage:           a.Stage,
 		Attempt:         a.N,
@@ -616,9 +616,9 @@ func (r *taskRun) status() Status {
 	return s
 }
 
-func (r *taskRun) result() Result {
+func (r *taskRun) result() taskapi.Result {
 	a := r.st.Current
-	res := Result{
+	res := taskapi.Result{
 		TaskID:   r.st.Dispatch.TaskID,
 		Attempt:  a.N,
 		PlanName: a.PlanName(),

@@ -23,6 +23,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // fakeConductor plays a recorded event log to the workflow through mocked
@@ -366,7 +367,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: TaskWorkflowName})
+	env.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	return env
 }
 
@@ -382,10 +383,10 @@ func TestHappyPathMatchesExampleA(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
@@ -418,14 +419,14 @@ func runExampleB(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeConduct
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/B/events.snake.jsonl"),
 		perBatch: 3, exitAfterAll: true, exitState: &cs}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 	return env, f
 }
 
 func TestRetriesExhaustedBlocksWithoutTerminalEvent(t *testing.T) {
 	env, f := runExampleB(t)
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	var want mapping.Outcome
@@ -447,7 +448,7 @@ func TestInvalidDispatchFailsBeforeAnythingStarts(t *testing.T) {
 	f.register(env)
 	d := exampleDispatch(t)
 	d.TaskID = "../etc"
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: d})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d})
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	var appErr *temporal.ApplicationError
@@ -470,11 +471,11 @@ func TestAbortDuringPhaseStopsConductor(t *testing.T) {
 		f.mu.Unlock()
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalAbort, AbortSignal{Reason: "user"})
+		env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{Reason: "user"})
 	}, 10*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
@@ -489,10 +490,10 @@ func TestAbortBeforeTheAttemptStartsStartsNothing(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t}
 	f.register(env)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, nil) }, 0)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalAbort, nil) }, 0)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	require.Zero(t, f.starts, "no conductor may start after an abort")
@@ -504,10 +505,10 @@ func TestAbortWhileTheAttemptStartsStopsItsConductor(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, prepareAfter: 5 * time.Second, hang: true}
 	f.register(env)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, nil) }, time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalAbort, nil) }, time.Second)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	require.LessOrEqual(t, f.starts, 1)
@@ -530,11 +531,11 @@ func TestRedispatchDuringPhaseStartsFreshAttempt(t *testing.T) {
 		f.hang = false
 		f.events = all
 		f.mu.Unlock()
-		env.SignalWorkflow(SignalRedispatch, RedispatchSignal{Reason: "try again"})
+		env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "try again"})
 	}, 10*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 2, res.Attempt)
@@ -560,15 +561,15 @@ func TestSignalStormEndsInOneDecision(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		for i := 0; i < 100; i++ {
 			if i%2 == 0 {
-				env.SignalWorkflow(SignalRedispatch, nil)
+				env.SignalWorkflow(taskapi.SignalRedispatch, nil)
 			} else {
-				env.SignalWorkflow(SignalAbort, nil)
+				env.SignalWorkflow(taskapi.SignalAbort, nil)
 			}
 		}
 	}, 10*time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	// Abort wins over redispatch within a burst.
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
@@ -585,10 +586,10 @@ func TestSilentConductorTimesOut(t *testing.T) {
 		f.hang = true
 		f.mu.Unlock()
 	}, time.Second)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
-		Tuning: &Tuning{SilenceGrace: time.Second}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{SilenceGrace: time.Second}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Phase implement timed out", res.Outcome.LastError)
@@ -600,9 +601,9 @@ func TestConductorCrashWithoutStateIsBlocked(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl")[:4],
 		exitAfterAll: true, exitCode: 3}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Contains(t, res.Outcome.LastError, "test")
@@ -614,21 +615,21 @@ func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"),
 		perBatch: 4, patchErr: temporal.NewNonRetryableApplicationError("no brief for this task", activities.ErrNoBrief, nil)}
 	f.register(env)
-	var mid Status
+	var mid taskapi.Status
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&mid))
 	}, time.Millisecond)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t)})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
 	require.Equal(t, 3, res.Brief.CompletedPhases, "the brief is kept in the workflow")
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(taskapi.QueryStatus)
 	require.NoError(t, err)
-	var st Status
+	var st taskapi.Status
 	require.NoError(t, v.Get(&st))
 	require.Contains(t, st.SinkProblem, "no brief for this task")
 }
@@ -637,19 +638,19 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
-		Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 3}})
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "expected continue-as-new, got %v", err)
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.NotEmpty(t, next.Resume)
 	require.Empty(t, next.Carry, "the old shape is never written")
 	var resumed State
 	require.NoError(t, json.Unmarshal(next.Resume, &resumed))
 	cur := resumed.Current
-	require.Equal(t, StageRunning, cur.Stage)
+	require.Equal(t, taskapi.StageRunning, cur.Stage)
 	require.NotNil(t, cur.Conductor, "the running conductor is carried, not restarted")
 	require.Positive(t, resumed.Counts.EventsApplied)
 	require.Equal(t, resumed.Counts.EventsApplied, cur.Events)
@@ -676,11 +677,11 @@ func TestContinueAsNewFromTheOldShape(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../testdata/examples/A/events.snake.jsonl"), perBatch: 1}
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t),
-		Tuning: &Tuning{ContinueAsNewAfterPolls: 3}})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{ContinueAsNewAfterPolls: 3}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can))
-	var next TaskInput
+	var next taskapi.TaskInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	var st State
 	require.NoError(t, json.Unmarshal(next.Resume, &st))
@@ -694,7 +695,7 @@ func TestContinueAsNewFromTheOldShape(t *testing.T) {
 	// Through JSON, as the server hands it over.
 	data, err := json.Marshal(map[string]any{"dispatch": next.Dispatch, "carry": old})
 	require.NoError(t, err)
-	var in TaskInput
+	var in taskapi.TaskInput
 	require.NoError(t, json.Unmarshal(data, &in))
 	require.NotEmpty(t, in.Carry)
 	require.Empty(t, in.Resume)
@@ -711,13 +712,13 @@ func TestContinueAsNewFromTheOldShape(t *testing.T) {
 	require.JSONEq(t, string(wantBrief), string(got))
 }
 
-func runToEnd(t *testing.T, f *fakeConductor, in TaskInput) Result {
+func runToEnd(t *testing.T, f *fakeConductor, in taskapi.TaskInput) taskapi.Result {
 	t.Helper()
 	env := newEnv(t)
 	f.register(env)
-	env.ExecuteWorkflow(TaskWorkflowName, in)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return res
 }

@@ -10,6 +10,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // lastPatch decodes the last PATCH body the sink received.
@@ -50,7 +51,7 @@ func TestEndsWithoutTerminalEventSettleTheBrief(t *testing.T) {
 	cases := []struct {
 		name   string
 		f      *fakeConductor
-		tuning *Tuning
+		tuning *taskapi.Tuning
 		abort  bool
 		phase  string // the phase the settle moves
 		status string
@@ -60,7 +61,7 @@ func TestEndsWithoutTerminalEventSettleTheBrief(t *testing.T) {
 			"implement", mapping.PhaseFailed, "Plan aborted by user"},
 		{"conductor crashed, no state.json", &fakeConductor{events: events[:4], exitAfterAll: true, exitCode: 3}, nil, false,
 			"test", mapping.PhaseFailed, "Conductor crashed: conductor exited while phase test was running"},
-		{"silent past its timeout", &fakeConductor{events: events[:2], timeoutSec: 30}, &Tuning{SilenceGrace: time.Second}, false,
+		{"silent past its timeout", &fakeConductor{events: events[:2], timeoutSec: 30}, &taskapi.Tuning{SilenceGrace: time.Second}, false,
 			"implement", mapping.PhaseStale, "Phase implement timed out"},
 		{"state.json says stale", &fakeConductor{events: events[:6], exitAfterAll: true, exitState: staleDocs}, nil, false,
 			"docs", mapping.PhaseStale, `phase "docs" timed out`},
@@ -79,11 +80,11 @@ func TestEndsWithoutTerminalEventSettleTheBrief(t *testing.T) {
 				}, time.Second)
 			}
 			if c.abort {
-				env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalAbort, AbortSignal{}) }, 10*time.Second)
+				env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalAbort, taskapi.AbortSignal{}) }, 10*time.Second)
 			}
-			env.ExecuteWorkflow(TaskWorkflowName, TaskInput{Dispatch: exampleDispatch(t), Tuning: c.tuning})
+			env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: c.tuning})
 			require.NoError(t, env.GetWorkflowError())
-			var res Result
+			var res taskapi.Result
 			require.NoError(t, env.GetWorkflowResult(&res))
 			require.Equal(t, mapping.TaskBlocked, res.Outcome.TaskStatus)
 
@@ -130,7 +131,7 @@ func TestRenderDetails(t *testing.T) {
 		return s
 	}
 	running := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"}, TaskStatus: mapping.TaskInProgress,
-		Current: Attempt{N: 1, Stage: StageRunning, Plan: plan, Brief: brief(4)}}
+		Current: Attempt{N: 1, Stage: taskapi.StageRunning, Plan: plan, Brief: brief(4)}}
 	require.Equal(t, "**T5** · attempt 1 · running · task in_progress\n\n"+
 		"plan `karvi-t5-020d01` · current phase **test** · 1 of 3 phases done · $0.85\n\n"+
 		"| phase | status | attempts | duration | cost | note |\n|---|---|---|---|---|---|\n"+
@@ -141,7 +142,7 @@ func TestRenderDetails(t *testing.T) {
 	ended := running
 	ended.TaskStatus = mapping.TaskBlocked
 	o := mapping.AbortedOutcome()
-	ended.Current.Stage, ended.Current.Outcome = StageDone, &o
+	ended.Current.Stage, ended.Current.Outcome = taskapi.StageDone, &o
 	ended.Current.Brief = brief(4)
 	ended.Current.Brief.Settle(o, nil, "t")
 	require.Equal(t, "**T5** · attempt 1 · ended · task blocked\n\n"+
@@ -167,11 +168,11 @@ func TestRenderDetails(t *testing.T) {
 func TestStartSummary(t *testing.T) {
 	d := mapping.DispatchPlan{TaskID: "T5", PlanID: "disp_001",
 		Message: "\n  Add user authentication with JWT.\nUse the existing user table.\n"}
-	s, details := StartSummary(d, 1)
+	s, details := taskapi.StartSummary(d, 1)
 	require.Equal(t, "T5: Add user authentication with JWT.", s)
 	require.Equal(t, "karvi task **T5** · dispatch `disp_001` · attempt 1\n\n"+
 		"Add user authentication with JWT.\nUse the existing user table.", details)
-	s, _ = StartSummary(mapping.DispatchPlan{TaskID: "T6", Message: strings.Repeat("é", 300)}, 2)
+	s, _ = taskapi.StartSummary(mapping.DispatchPlan{TaskID: "T6", Message: strings.Repeat("é", 300)}, 2)
 	require.Equal(t, "T6: "+strings.Repeat("é", summaryRunes-1)+"… (attempt 2)", s)
 }
 

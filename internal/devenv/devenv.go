@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // RepoRoot finds the module root by walking up to go.mod.
@@ -116,7 +116,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	var attrs []temporal.SearchAttributeUpdate
-	for _, name := range workflows.SearchAttributeNames() {
+	for _, name := range taskapi.SearchAttributeNames() {
 		attrs = append(attrs, temporal.NewSearchAttributeKeyKeyword(name).ValueSet(""))
 	}
 	out := s.opts.Log
@@ -205,7 +205,7 @@ func StartWorker(o WorkerOptions) (*Worker, error) {
 		o.Sink = "file"
 	}
 	if o.TaskQueue == "" {
-		o.TaskQueue = workflows.DefaultTaskQueue
+		o.TaskQueue = taskapi.DefaultTaskQueue
 	}
 	args := []string{"-address", o.Addr, "-task-queue", o.TaskQueue, "-work-root", o.WorkRoot,
 		"-conductor", o.Conductor, "-sink", o.Sink, "-stop-grace", "2s"}

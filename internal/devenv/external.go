@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"karvi-edda-temporal/workflows/taskapi"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,8 +16,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
-
-	"karvi-edda-temporal/workflows"
 )
 
 const (
@@ -66,7 +65,7 @@ func ExternalServer(ctx context.Context, addr, namespace string) (*Server, error
 		return nil, err
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributeNames() {
+	for _, name := range taskapi.SearchAttributeNames() {
 		missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	_, err = cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{

@@ -4,6 +4,7 @@ package testrig
 
 import (
 	"context"
+	"karvi-edda-temporal/workflows/taskapi"
 	"testing"
 	"time"
 
@@ -13,8 +14,6 @@ import (
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-
-	"karvi-edda-temporal/workflows"
 )
 
 // What a person sees of a task in the Web UI, read as the UI reads it: the
@@ -23,15 +22,15 @@ import (
 
 // StartAsStarter starts a task workflow as the starter does, with the
 // static summary and details the Web UI shows; Start leaves them out.
-func (r *Rig) StartAsStarter(in workflows.TaskInput) client.WorkflowRun {
+func (r *Rig) StartAsStarter(in taskapi.TaskInput) client.WorkflowRun {
 	r.t.Helper()
 	if r.Karvi != nil {
 		if _, ok := r.Karvi.Task(in.Dispatch.TaskID); !ok {
 			r.AddKarviTask(in.Dispatch.TaskID)
 		}
 	}
-	summary, details := workflows.StartSummary(in.Dispatch, in.Attempt)
-	id := workflows.WorkflowID(in.Dispatch.TaskID)
+	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
+	id := taskapi.WorkflowID(in.Dispatch.TaskID)
 	run, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                r.Queue,
@@ -39,7 +38,7 @@ func (r *Rig) StartAsStarter(in workflows.TaskInput) client.WorkflowRun {
 		StaticDetails:                            details,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.TaskWorkflowName, in)
+	}, taskapi.TaskWorkflowName, in)
 	require.NoError(r.t, err)
 	r.Track(id)
 	return run
@@ -57,7 +56,7 @@ func (r *Rig) CurrentDetails(taskID string) string {
 }
 
 func (r *Rig) currentDetails(ctx context.Context, taskID string) (string, error) {
-	v, err := r.Client.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", "__temporal_workflow_metadata")
+	v, err := r.Client.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", "__temporal_workflow_metadata")
 	if err != nil {
 		return "", err
 	}

@@ -19,17 +19,18 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // Start starts the task workflow for d; see StartInput.
 func (r *Rig) Start(d mapping.DispatchPlan) client.WorkflowRun {
 	r.t.Helper()
-	return r.StartInput(workflows.TaskInput{Dispatch: d})
+	return r.StartInput(taskapi.TaskInput{Dispatch: d})
 }
 
 // StartInput starts a task workflow on the rig's queue. With a karvifake it
 // first adds the task there if karvi does not know it yet.
-func (r *Rig) StartInput(in workflows.TaskInput) client.WorkflowRun {
+func (r *Rig) StartInput(in taskapi.TaskInput) client.WorkflowRun {
 	r.t.Helper()
 	run, err := r.TryStart(in)
 	require.NoError(r.t, err)
@@ -37,19 +38,19 @@ func (r *Rig) StartInput(in workflows.TaskInput) client.WorkflowRun {
 }
 
 // TryStart is StartInput returning the error, for tests of refused starts.
-func (r *Rig) TryStart(in workflows.TaskInput) (client.WorkflowRun, error) {
+func (r *Rig) TryStart(in taskapi.TaskInput) (client.WorkflowRun, error) {
 	if r.Karvi != nil && in.Dispatch.TaskID != "" {
 		if _, ok := r.Karvi.Task(in.Dispatch.TaskID); !ok {
 			r.AddKarviTask(in.Dispatch.TaskID)
 		}
 	}
-	id := workflows.WorkflowID(in.Dispatch.TaskID)
+	id := taskapi.WorkflowID(in.Dispatch.TaskID)
 	run, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                r.Queue,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.TaskWorkflowName, in)
+	}, taskapi.TaskWorkflowName, in)
 	if err == nil {
 		r.Track(id)
 	}
@@ -58,7 +59,7 @@ func (r *Rig) TryStart(in workflows.TaskInput) (client.WorkflowRun, error) {
 
 // Result waits for the workflow's result; the 3-minute deadline only keeps
 // a hung test from hanging the suite.
-func (r *Rig) Result(run client.WorkflowRun) workflows.Result {
+func (r *Rig) Result(run client.WorkflowRun) taskapi.Result {
 	r.t.Helper()
 	res, err := r.ResultErr(run)
 	require.NoError(r.t, err)
@@ -66,27 +67,27 @@ func (r *Rig) Result(run client.WorkflowRun) workflows.Result {
 }
 
 // ResultErr is Result returning the workflow's error.
-func (r *Rig) ResultErr(run client.WorkflowRun) (workflows.Result, error) {
+func (r *Rig) ResultErr(run client.WorkflowRun) (taskapi.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var res workflows.Result
+	var res taskapi.Result
 	err := run.Get(ctx, &res)
 	return res, err
 }
 
 // Status asks a task's workflow for its status query.
-func (r *Rig) Status(taskID string) (workflows.Status, error) {
+func (r *Rig) Status(taskID string) (taskapi.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return r.queryStatus(ctx, taskID)
 }
 
-func (r *Rig) queryStatus(ctx context.Context, taskID string) (workflows.Status, error) {
-	v, err := r.Client.QueryWorkflow(ctx, workflows.WorkflowID(taskID), "", workflows.QueryStatus)
+func (r *Rig) queryStatus(ctx context.Context, taskID string) (taskapi.Status, error) {
+	v, err := r.Client.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", taskapi.QueryStatus)
 	if err != nil {
-		return workflows.Status{}, err
+		return taskapi.Status{}, err
 	}
-	var s workflows.Status
+	var s taskapi.Status
 	return s, v.Get(&s)
 }
 
@@ -94,7 +95,7 @@ func (r *Rig) queryStatus(ctx context.Context, taskID string) (workflows.Status,
 // query results, so polling is the only way to watch them. The deadline is
 // a safety net against a hung test, not a timing assertion; on it the test
 // fails with the last status seen.
-func (r *Rig) WaitFor(taskID, what string, cond func(workflows.Status) bool) workflows.Status {
+func (r *Rig) WaitFor(taskID, what string, cond func(taskapi.Status) bool) taskapi.Status {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -105,10 +106,10 @@ func (r *Rig) WaitFor(taskID, what string, cond func(workflows.Status) bool) wor
 	return s
 }
 
-func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(workflows.Status) bool) (workflows.Status, error) {
+func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(taskapi.Status) bool) (taskapi.Status, error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	var last workflows.Status
+	var last taskapi.Status
 	var lastErr error
 	for {
 		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -131,7 +132,7 @@ func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(workflows
 // the phase: the plan and the conductor's pid. The workflow learns of a
 // phase only at its next checkpoint (an attempt's first one comes after a
 // second), so its status would name the phase too late for a short one.
-func (r *Rig) WaitPhase(taskID, phase string) workflows.Status {
+func (r *Rig) WaitPhase(taskID, phase string) taskapi.Status {
 	r.t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
@@ -139,14 +140,14 @@ func (r *Rig) WaitPhase(taskID, phase string) workflows.Status {
 		require.NoError(r.t, err)
 		for _, run := range runs {
 			if run.TaskID == taskID && run.Handle.PID > 0 && PhaseRunning(r.EventsPath(taskID, run.Plan), phase) {
-				return workflows.Status{TaskID: taskID, Stage: workflows.StageRunning, PlanName: run.Plan,
+				return taskapi.Status{TaskID: taskID, Stage: taskapi.StageRunning, PlanName: run.Plan,
 					CurrentPhase: phase, ConductorPID: run.Handle.PID}
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	r.t.Fatalf("task %s: no conductor ran phase %s within 2 minutes", taskID, phase)
-	return workflows.Status{}
+	return taskapi.Status{}
 }
 
 // PhaseRunning reports whether a conductor's events.jsonl, as it is now,
@@ -181,7 +182,7 @@ func PhaseRunning(eventsPath, phase string) bool {
 func (r *Rig) Signal(taskID, name string, arg any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return r.Client.SignalWorkflow(ctx, workflows.WorkflowID(taskID), "", name, arg)
+	return r.Client.SignalWorkflow(ctx, taskapi.WorkflowID(taskID), "", name, arg)
 }
 
 // History is the event history of the task's latest workflow run.
@@ -189,7 +190,7 @@ func (r *Rig) History(taskID string) *historypb.History {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it := r.Client.GetWorkflowHistory(ctx, workflows.WorkflowID(taskID), "", false,
+	it := r.Client.GetWorkflowHistory(ctx, taskapi.WorkflowID(taskID), "", false,
 		enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {

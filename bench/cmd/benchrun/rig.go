@@ -19,7 +19,7 @@ import (
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // contender names a way of getting events to karvi.
@@ -145,8 +145,8 @@ func (r *rig) close() {
 type task struct {
 	id       string
 	dispatch mapping.DispatchPlan
-	tuning   *workflows.Tuning
-	slots    *workflows.SlotRequest // the pool it waits for, if any
+	tuning   *taskapi.Tuning
+	slots    *taskapi.SlotRequest // the pool it waits for, if any
 	// cwd is the task's working directory; eventsPath its conductor's
 	// event log, known once the workflow started (the plan name carries
 	// the workflow chain's nonce, from its first run id).
@@ -156,14 +156,14 @@ type task struct {
 	runID      string
 	started    time.Time
 	ended      time.Time
-	result     workflows.Result
+	result     taskapi.Result
 	err        error
 	loops      map[contender]bench.LoopStats
 }
 
 // newTask builds a dispatch from example A's with the simulator
 // directives in its message, and works out where its events will be.
-func (r *rig) newTask(id, skill, directives string, tuning *workflows.Tuning) (*task, error) {
+func (r *rig) newTask(id, skill, directives string, tuning *taskapi.Tuning) (*task, error) {
 	d := r.e.exampleDispatch
 	d.TaskID = id
 	d.Skill = skill
@@ -189,7 +189,7 @@ func (r *rig) newTask(id, skill, directives string, tuning *workflows.Tuning) (*
 // as the starter works it out.
 func (t *task) startedAs(runID string) {
 	t.runID = runID
-	plan := mapping.AttemptPlanName(t.id, 1, mapping.AttemptNonce(workflows.WorkflowID(t.id), runID))
+	plan := mapping.AttemptPlanName(t.id, 1, mapping.AttemptNonce(taskapi.WorkflowID(t.id), runID))
 	t.eventsPath = filepath.Join(t.cwd, ".edda", "conductor", plan, "events.jsonl")
 }
 
@@ -262,7 +262,7 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := r.e.cl.GetWorkflow(wctx, workflows.WorkflowID(t.id), "")
+			run := r.e.cl.GetWorkflow(wctx, taskapi.WorkflowID(t.id), "")
 			t.err = run.Get(wctx, &t.result)
 			t.ended = time.Now()
 		}()
@@ -308,11 +308,11 @@ func (r *rig) start(ctx context.Context, tasks []*task, onStart func(*task)) err
 			defer func() { <-sem }()
 			t.started = time.Now()
 			run, err := r.e.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID:                       workflows.WorkflowID(t.id),
+				ID:                       taskapi.WorkflowID(t.id),
 				TaskQueue:                r.queue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			}, workflows.TaskWorkflowName, workflows.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning, Slots: t.slots})
+			}, taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning, Slots: t.slots})
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("start %s: %w", t.id, err))

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // exampleACosts makes the simulator report example A's costs per phase.
@@ -81,7 +81,7 @@ func (e *env) latencyScenario(ctx context.Context, name string, n, runs int, dir
 		ratios99 = append(ratios99, ratio(sums[temporalC].P99, sums[directC].P99))
 		ratiosPoll = append(ratiosPoll, ratio(sums[temporalC].P50, sums[pollC].P50))
 		for _, t := range tasks[:min(len(tasks), 10)] {
-			h, err := bench.History(ctx, e.cl, workflows.WorkflowID(t.id), t.runID)
+			h, err := bench.History(ctx, e.cl, taskapi.WorkflowID(t.id), t.runID)
 			if err != nil {
 				return err
 			}
@@ -90,13 +90,13 @@ func (e *env) latencyScenario(ctx context.Context, name string, n, runs int, dir
 			if err != nil {
 				return err
 			}
-			s, err := bench.Breakdown(ctx, e.cl, workflows.WorkflowID(t.id), t.runID, m.Samples)
+			s, err := bench.Breakdown(ctx, e.cl, taskapi.WorkflowID(t.id), t.runID, m.Samples)
 			if err != nil {
 				return err
 			}
 			stages.Add(s)
 			if t == tasks[0] {
-				tr, err := bench.Trace(ctx, e.cl, workflows.WorkflowID(t.id), t.runID, m.Samples)
+				tr, err := bench.Trace(ctx, e.cl, taskapi.WorkflowID(t.id), t.runID, m.Samples)
 				if err != nil {
 					return err
 				}
@@ -166,7 +166,7 @@ func (e *env) cost(ctx context.Context) error {
 	defer r.close()
 	type variant struct {
 		name, skill, directives string
-		tuning                  *workflows.Tuning
+		tuning                  *taskapi.Tuning
 		parallel                bool
 	}
 	variants := []variant{
@@ -174,7 +174,7 @@ func (e *env) cost(ctx context.Context) error {
 		{"1,000 events over 20s", "single", "[sim checks=pass events=1000 delay=20s]", nil, true},
 		{"1,000 events in one burst", "single", "[sim checks=pass events=1000 delay=100ms]", nil, true},
 		{"1,000 events over 20s, continue-as-new every 20 polls", "single", "[sim checks=pass events=1000 delay=20s]",
-			&workflows.Tuning{ContinueAsNewAfterPolls: 20}, true},
+			&taskapi.Tuning{ContinueAsNewAfterPolls: 20}, true},
 	}
 	runs := e.pick(3, 1)
 	var all []*task
@@ -204,7 +204,7 @@ func (e *env) cost(ctx context.Context) error {
 		var hs []bench.HistoryCost
 		var events []float64
 		for _, t := range byVariant[v.name] {
-			h, err := bench.History(ctx, e.cl, workflows.WorkflowID(t.id), t.runID)
+			h, err := bench.History(ctx, e.cl, taskapi.WorkflowID(t.id), t.runID)
 			if err != nil {
 				return err
 			}
@@ -296,7 +296,7 @@ func (e *env) throughput(ctx context.Context) error {
 		tr.SustainedPerSec = float64(n) / to.Sub(from).Seconds()
 		var hs []bench.HistoryCost
 		for _, t := range tasks[:min(len(tasks), 5)] {
-			if h, err := bench.History(ctx, e.cl, workflows.WorkflowID(t.id), t.runID); err == nil {
+			if h, err := bench.History(ctx, e.cl, taskapi.WorkflowID(t.id), t.runID); err == nil {
 				hs = append(hs, h)
 			}
 		}
@@ -386,7 +386,7 @@ func (e *env) rss(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				_ = e.cl.TerminateWorkflow(tctx, workflows.WorkflowID(t.id), "", "benchmark over")
+				_ = e.cl.TerminateWorkflow(tctx, taskapi.WorkflowID(t.id), "", "benchmark over")
 			}()
 		}
 		wg.Wait()

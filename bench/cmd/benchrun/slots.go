@@ -14,8 +14,8 @@ import (
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/taskapi"
 )
 
 // SlotBench is an agent slot pool serving a long line.
@@ -92,7 +92,7 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 		if err != nil {
 			return err
 		}
-		t.slots = &workflows.SlotRequest{Pool: pool}
+		t.slots = &taskapi.SlotRequest{Pool: pool}
 		holders = append(holders, t)
 	}
 	for i := range n {
@@ -100,7 +100,7 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 		if err != nil {
 			return err
 		}
-		t.slots = &workflows.SlotRequest{Pool: pool}
+		t.slots = &taskapi.SlotRequest{Pool: pool}
 		tasks = append(tasks, t)
 	}
 	if err := r.run(ctx, holders, runOptions{}); err != nil {
@@ -121,7 +121,7 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	}
 	started := time.Now()
 	for _, t := range holders {
-		if err := e.cl.SignalWorkflow(ctx, workflows.WorkflowID(t.id), "", workflows.SignalAbort, workflows.AbortSignal{Reason: "free the slots"}); err != nil {
+		if err := e.cl.SignalWorkflow(ctx, taskapi.WorkflowID(t.id), "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: "free the slots"}); err != nil {
 			return err
 		}
 	}
@@ -229,7 +229,7 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		var scheduled, answered, granted, noticed time.Time
 		byUpdate := false
 		askID := int64(0)
-		err := eachEvent(ctx, cl, workflows.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
+		err := eachEvent(ctx, cl, taskapi.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
 			at := ev.GetEventTime().AsTime()
 			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && askID == 0 {
 				if n := a.GetActivityType().GetName(); n == "AcquireSlot" || n == "AskSlot" {
