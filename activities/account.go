@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/workflows/accountapi"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // ErrBadAccount: an account key or request the account refused. Retrying

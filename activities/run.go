@@ -15,7 +15,7 @@ import (
 
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/errtext"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // ErrBadRunStatus: the run's status document or slug cannot be written as

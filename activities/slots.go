@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // ErrBadSlotRequest: the pool refused a request as malformed. Retrying

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // fakeSlotClient answers as the server would: an update's outcome (or its

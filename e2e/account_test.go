@@ -15,9 +15,9 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/accountapi"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // phaseStarts counts the phase_start events of a plan's log, by phase.

@@ -19,7 +19,7 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // `starter events -follow`, run beside a task whose worker is SIGKILLed in

@@ -16,10 +16,10 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intentapi"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intentflow/intentapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An attempt is unique for the life of its task: every new workflow of a

@@ -27,10 +27,10 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/intakeflow"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // intakeRig is a rig whose worker follows its karvi fake's board.

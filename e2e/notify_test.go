@@ -13,8 +13,8 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task on its own that ends blocked, and a run that ends: the webhook

@@ -19,8 +19,8 @@ import (
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An agent that hits its usage limit in the implement phase, as Claude

@@ -23,7 +23,7 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // phaseEnv is the env the simulator gave a phase's agent in one attempt.

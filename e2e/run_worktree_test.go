@@ -15,7 +15,7 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 func git(t *testing.T, dir string, args ...string) string {

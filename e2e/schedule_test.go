@@ -22,8 +22,8 @@ import (
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/intentapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intentflow/intentapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // intents drives schedule intents on a rig: through the starter, as a

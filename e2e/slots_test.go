@@ -21,9 +21,9 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // slotRun is a run file of n independent tasks ids prefix-00.. with room

@@ -18,8 +18,8 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // stallTask runs a task whose implement phase's agent writes nothing for

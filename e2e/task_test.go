@@ -16,7 +16,7 @@ import (
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Happy path: the brief equals example A's final brief (times aside), and

@@ -21,7 +21,7 @@ import (
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // truthCase is one way an attempt ends without a terminal event, and what

@@ -17,7 +17,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // bigEvents is how many big events the conductor writes: 1,000 by

@@ -28,7 +28,7 @@ import (
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // conductorHandle reads the run record of a task's plan.

@@ -30,7 +30,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 type badDispatch struct {

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A fleet of three hosts (hosts_test.go) on one task queue: each task's

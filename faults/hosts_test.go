@@ -35,7 +35,7 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	hostq "karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fleetRig is a rig (the shared queue, its client, karvi) with hosts.

@@ -25,7 +25,7 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // faultSeed is the seed of a randomised fault test: FAULTS_SEED when set (to

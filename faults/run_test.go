@@ -14,7 +14,7 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // A run of 12 dependent tasks while its only worker is SIGKILLed again and

@@ -12,7 +12,7 @@ import (
 
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The Temporal dev server is restarted twice mid-run on its persistent

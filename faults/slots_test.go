@@ -14,8 +14,8 @@ import (
 
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // A run of 10 tasks against a pool of 2 while its only worker, which also

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/testrig"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // assertConsistent checks that a finished task tells one story everywhere:

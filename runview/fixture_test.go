@@ -11,7 +11,7 @@ import (
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // t0 is when every fixture run is created.

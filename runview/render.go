@@ -8,7 +8,7 @@ import (
 
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // Options say when and how a view is drawn.

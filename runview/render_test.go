@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // -update rewrites testdata/*.golden from the code. Read every rewritten

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/accountapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func accountFlag(fs *flag.FlagSet, o *options) {

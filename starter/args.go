@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // command is one subcommand: its argument, what it does, and its own flags.

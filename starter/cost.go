@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // budgetOf reads -budget and -budget-action; nil without a budget.

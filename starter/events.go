@@ -17,8 +17,8 @@ import (
 
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/errtext"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // events prints a task's canonical event stream: what the workflow did and

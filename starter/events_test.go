@@ -11,7 +11,7 @@ import (
 
 func streamLines(t *testing.T, name string) []string {
 	t.Helper()
-	data, err := os.ReadFile("../workflows/testdata/streams/" + name + ".jsonl")
+	data, err := os.ReadFile("../workflows/taskflow/testdata/streams/" + name + ".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestEventLineColoursOnlyWhenAsked(t *testing.T) {
 // -json prints each event exactly as stored, so the bytes printed are the
 // stream's bytes and their count is the next -since.
 func TestEventsJSONPrintsAsStored(t *testing.T) {
-	data, err := os.ReadFile("../workflows/testdata/streams/A.jsonl")
+	data, err := os.ReadFile("../workflows/taskflow/testdata/streams/A.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

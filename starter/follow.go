@@ -14,7 +14,7 @@ import (
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // follow is the view of a running task a person keeps open: one line

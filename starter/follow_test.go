@@ -11,7 +11,7 @@ import (
 
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 var t0 = time.Date(2026, 2, 28, 3, 0, 0, 0, time.UTC)

@@ -6,9 +6,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountapi"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The handlers of the commands table's rows (args.go), in its order.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/intake"
-	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 func TestIntakeStatusArgs(t *testing.T) {

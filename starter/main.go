@@ -18,7 +18,7 @@ import (
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The dry run prints exactly the plan BuildPlan makes for the full dispatch

@@ -13,7 +13,7 @@ import (
 
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // startRun starts the run workflow of a run file. The file is checked here

@@ -17,7 +17,7 @@ import (
 
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run status` shows where a run stands, as the run workflow's view query

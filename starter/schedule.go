@@ -16,7 +16,7 @@ import (
 
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/intentapi"
+	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // `schedule ...` operates schedule intents: a dispatch or a run file fired

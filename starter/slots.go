@@ -17,8 +17,8 @@ import (
 
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // checkSlotFlags refuses slot flags that cannot work, before anything

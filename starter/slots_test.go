@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func TestSlotsCommandLines(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/intakeapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 type config struct {

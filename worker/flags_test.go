@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func getenv(m map[string]string) func(string) string {

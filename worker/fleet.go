@@ -16,7 +16,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/fleet"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A worker is one host of a fleet (docs/fleet.md): besides the shared task

@@ -30,9 +30,9 @@ import (
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/intakeapi"
 	"karvi-edda-temporal/workflows/intakeflow"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {

@@ -4,11 +4,16 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/workflows/accountapi"
-	"karvi-edda-temporal/workflows/intentapi"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/accountflow"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/intentflow"
+	"karvi-edda-temporal/workflows/intentflow/intentapi"
+	"karvi-edda-temporal/workflows/runflow"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/slotflow"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Register adds the task, run and slot pool workflows, the reader of an
@@ -17,10 +22,10 @@ import (
 // `TaskWorkflow`, `RunWorkflow`, `SlotPoolWorkflow`, `TaskEvents`,
 // `IntentFireWorkflow` and `AccountWorkflow`.
 func Register(r worker.WorkflowRegistry) {
-	r.RegisterWorkflowWithOptions(TaskWorkflow, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
-	r.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
-	r.RegisterWorkflowWithOptions(SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
-	r.RegisterWorkflowWithOptions(EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})
-	r.RegisterWorkflowWithOptions(IntentFireWorkflow, workflow.RegisterOptions{Name: intentapi.FireWorkflowName})
-	r.RegisterWorkflowWithOptions(AccountWorkflow, workflow.RegisterOptions{Name: accountapi.WorkflowName})
+	r.RegisterWorkflowWithOptions(taskflow.TaskWorkflow, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
+	r.RegisterWorkflowWithOptions(runflow.RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(slotflow.SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
+	r.RegisterWorkflowWithOptions(taskflow.EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})
+	r.RegisterWorkflowWithOptions(intentflow.IntentFireWorkflow, workflow.RegisterOptions{Name: intentapi.FireWorkflowName})
+	r.RegisterWorkflowWithOptions(accountflow.AccountWorkflow, workflow.RegisterOptions{Name: accountapi.WorkflowName})
 }

@@ -13,9 +13,9 @@ import (
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeapi"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Apply carries out one action of the intake. Every kind is idempotent,

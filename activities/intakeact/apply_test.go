@@ -17,9 +17,9 @@ import (
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeapi"
-	"karvi-edda-temporal/workflows/runapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task of a run cancelled on the board is aborted like a task on its

@@ -22,8 +22,8 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/workflows/intakeapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Activities are the intake's activities.

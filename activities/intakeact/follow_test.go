@@ -11,7 +11,7 @@ import (
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 const token = "intake-test-token"

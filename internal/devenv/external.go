@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 	"os"
 	"os/exec"
 	"strings"

@@ -4,7 +4,7 @@ package testrig
 
 import (
 	"context"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 	"testing"
 	"time"
 

@@ -12,7 +12,7 @@ import (
 
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // StartRun starts a run workflow on the rig's queue. Cleanup closes it and

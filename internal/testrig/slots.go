@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // PoolName is a slot pool name of the test's own: pools are shared by

@@ -19,7 +19,7 @@ import (
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Start starts the task workflow for d; see StartInput.

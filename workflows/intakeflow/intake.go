@@ -16,7 +16,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/metrics"
-	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 // Register adds the intake workflow to a worker or replayer under its

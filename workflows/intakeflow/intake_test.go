@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/intake"
-	"karvi-edda-temporal/workflows/intakeapi"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 // board is a karvi board with the given tasks at _version v.

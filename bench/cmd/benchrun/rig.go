@@ -19,7 +19,7 @@ import (
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // contender names a way of getting events to karvi.

@@ -14,7 +14,7 @@ import (
 
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/runplan"
-	"karvi-edda-temporal/workflows/runapi"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // HandoffStages splits the run hand-off (a dependency's plan_completed to

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // exampleACosts makes the simulator report example A's costs per phase.

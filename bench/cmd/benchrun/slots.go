@@ -14,8 +14,8 @@ import (
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotapi"
-	"karvi-edda-temporal/workflows/taskapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // SlotBench is an agent slot pool serving a long line.

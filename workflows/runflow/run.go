@@ -1,0 +1,627 @@
+package runflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/errtext"
+	"karvi-edda-temporal/runplan"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/flowkit"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
+)
+
+// runActs is only used for its method values, like acts.
+var runActs *activities.RunActivities
+
+// RunWorkflow carries a run of dependent tasks to its end: it starts each
+// task as a child task workflow as soon as every task it depends on is done,
+// never more than the run's concurrency at once; loops a task that ends
+// blocked (upgrading it to the stronger model once it stalls); blocks the
+// dependents of a task that fails for good; and keeps the run's status.json
+// document, written on every change and answered by the status query.
+//
+// Children are started with the ABANDON parent close policy: the run
+// continues-as-new with tasks running, and Temporal's default policy would
+// terminate them when it does.
+func RunWorkflow(ctx workflow.Context, in runapi.RunInput) (runstatus.Status, error) {
+	r, err := newRunFlow(ctx, in)
+	if err != nil {
+		return runstatus.Status{}, err
+	}
+	if err := r.setup(); err != nil {
+		return runstatus.Status{}, err
+	}
+	return r.loop()
+}
+
+type runFlow struct {
+	ctx workflow.Context
+	log log.Logger
+	in  runapi.RunInput
+	run runplan.Run
+	st  runState
+	// inbox holds the task ends not yet applied; the goroutines that wait
+	// for children fill it.
+	inbox []taskEnd
+	// wake is set by update handlers: the loop has something to look at.
+	wake bool
+	// started counts task workflows started by this run of the workflow.
+	started int
+	// closing holds the tasks told early as completed whose workflows
+	// have not closed yet: id to attempt (early_end.go).
+	closing map[string]int
+	// written is st.Changes as last written to status.json.
+	written    int
+	statusFile string
+}
+
+func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
+	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1}
+	run, err := runplan.Parse(in.Run)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+	}
+	r.run = run
+	if err := budgetError(in.Budget); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
+	}
+	if len(in.Resume) > 0 {
+		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
+			return nil, badRunState(err)
+		}
+		if err := r.st.Doc.Bind(run); err != nil {
+			return nil, badRunState(err)
+		}
+		r.st.ContinuedAsNew++
+		if in.Reopen != nil {
+			if err := r.reopen(*in.Reopen); err != nil {
+				return nil, temporal.NewNonRetryableApplicationError(
+					fmt.Sprintf("reopen run %s: %v", run.Slug, err), "BadReopen", err)
+			}
+			r.in.Reopen = nil
+		}
+		return r, nil
+	}
+	now := workflow.Now(ctx)
+	r.st = runState{Doc: runstatus.New(run, now), Tasks: map[string]*runTask{}}
+	for _, t := range run.Tasks {
+		r.st.Tasks[t.ID] = &runTask{}
+	}
+	if in.Repo != "" {
+		branch := in.FeatureBranch
+		if branch == "" {
+			branch = "feature/" + run.Slug
+		}
+		r.st.Repo = &runRepo{Path: in.Repo, FeatureBranch: branch}
+		r.st.Doc.FeatureBranch = branch
+	}
+	if err := r.st.Doc.Start(now); err != nil {
+		return nil, badRunState(err)
+	}
+	r.changed()
+	return r, nil
+}
+
+func badRunState(err error) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("run state handed over by continue-as-new: %v", err), "BadState", err)
+}
+
+func (r *runFlow) changed() { r.st.Changes++ }
+
+func (r *runFlow) setup() error {
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryStatus, func() (runstatus.Status, error) {
+		return r.st.Doc, nil
+	}, workflow.QueryHandlerOptions{Description: "the run's status.json document"}); err != nil {
+		return fmt.Errorf("register status query: %w", err)
+	}
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryView, func() (runapi.View, error) {
+		return r.view(), nil
+	}, workflow.QueryHandlerOptions{Description: "status.json with each task's attempt, cost and last error (starter run status)"}); err != nil {
+		return fmt.Errorf("register view query: %w", err)
+	}
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryCost, func() (runapi.Cost, error) {
+		return r.cost(), nil
+	}, workflow.QueryHandlerOptions{Description: "what the tasks spent, by phase, task, model and skill, against the budget"}); err != nil {
+		return fmt.Errorf("register cost query: %w", err)
+	}
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryHandover, r.handover,
+		workflow.QueryHandlerOptions{Description: "the input the run would continue from (starter reopens an ended run with it)"}); err != nil {
+		return fmt.Errorf("register handover query: %w", err)
+	}
+	r.listenForSpend()
+	r.listenForPauses()
+	r.listenForStalls()
+	r.listenForEnds()
+	return r.setUpdateHandlers()
+}
+
+func (r *runFlow) loop() (runstatus.Status, error) {
+	r.awaitCarried()
+	if err := r.prepareRepo(); err != nil {
+		if !r.gitStepFailsTask() {
+			return runstatus.Status{}, err
+		}
+		r.failReady("repository: " + errtext.Root(err))
+	}
+	// The document as it starts, every task queued, before any starts.
+	// Runs recorded before this write existed start their tasks first.
+	if workflow.GetVersion(r.ctx, versionInitialStatus, workflow.DefaultVersion, 1) == 1 {
+		if err := r.writeStatus(); err != nil {
+			return runstatus.Status{}, err
+		}
+	}
+	for {
+		r.applyEnds()
+		r.checkBudget()
+		if r.st.Aborting {
+			return r.abort()
+		}
+		if err := r.mergeCompleted(); err != nil {
+			return runstatus.Status{}, err
+		}
+		if err := r.startReady(); err != nil {
+			return runstatus.Status{}, err
+		}
+		if r.finished() {
+			return r.complete()
+		}
+		if err := r.writeStatus(); err != nil {
+			return runstatus.Status{}, err
+		}
+		r.showDetails()
+		if r.shouldContinueAsNew() {
+			return runstatus.Status{}, r.continueAsNew()
+		}
+		if err := workflow.Await(r.ctx, func() bool { return len(r.inbox) > 0 || r.wake }); err != nil {
+			return runstatus.Status{}, err
+		}
+		r.wake = false
+	}
+}
+
+// running counts the tasks with a workflow out.
+func (r *runFlow) running() int {
+	n := 0
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		if t.Running {
+			n++
+		}
+	}
+	return n
+}
+
+// startReady starts the tasks whose dependencies are done, in run file
+// order, up to the run's concurrency.
+func (r *runFlow) startReady() error {
+	free := r.run.Concurrency - r.running()
+	for _, id := range r.st.Doc.Ready() {
+		if free <= 0 {
+			return nil
+		}
+		model := r.st.Doc.Tasks[id].Model
+		if err := r.st.Doc.TaskStarted(id, model, workflow.Now(r.ctx)); err != nil {
+			return fmt.Errorf("start task %s: %w", id, err)
+		}
+		r.changed()
+		if err := r.prepareWorktree(id); err != nil {
+			if !r.gitStepFailsTask() {
+				return err
+			}
+			r.log.Warn("task failed: no worktree", "task", id, "error", err)
+			r.st.Tasks[id].LastError = "worktree: " + errtext.Root(err)
+			r.taskFailed(id, r.st.Tasks[id].LastError)
+			continue
+		}
+		r.launch(id)
+		free--
+	}
+	return nil
+}
+
+// launch starts the next attempt of a task as a child workflow and waits
+// for it in a goroutine of its own, which reports the end to the inbox.
+func (r *runFlow) launch(id string) {
+	t := r.st.Tasks[id]
+	t.Attempt++
+	t.Running, t.RunID = true, ""
+	attempt := t.Attempt
+	d := r.run.Dispatch(id, r.upstream(id))
+	model := r.st.Doc.Tasks[id].Model
+	d.ModelHint = &model
+	if t.Worktree != "" {
+		d.WorkingDir = t.Worktree
+	}
+	in := taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: r.in.Tuning, ReportSpend: r.in.Budget != nil}
+	if r.in.Pool != "" {
+		in.Slots = &taskapi.SlotRequest{Pool: r.in.Pool, Run: r.run.Slug}
+	}
+	opts := workflow.ChildWorkflowOptions{
+		WorkflowID:            runapi.TaskWorkflowID(id),
+		TaskQueue:             r.in.TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:         fmt.Sprintf("Task %s of run %s, attempt %d on %s", id, r.run.Slug, attempt, model),
+		StaticDetails:         fmt.Sprintf("**%s**\n\n%s", d.TaskID, taskapi.ClipLine(d.Message, 500)),
+	}
+	r.started++
+	r.log.Info("task started", "task", id, "attempt", attempt, "model", model)
+	workflow.Go(r.ctx, func(gctx workflow.Context) {
+		f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(gctx, opts), taskapi.TaskWorkflowName, in)
+		var ex workflow.Execution
+		if err := f.GetChildWorkflowExecution().Get(gctx, &ex); err != nil {
+			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow did not start: "+err.Error()))
+			return
+		}
+		if cur := r.st.Tasks[id]; cur.Attempt == attempt {
+			cur.RunID = ex.RunID
+			r.wake = true // a continue-as-new may have waited for this
+		}
+		var res taskapi.Result
+		if err := f.Get(gctx, &res); err != nil {
+			r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+errtext.Root(err)))
+			return
+		}
+		r.inbox = append(r.inbox, endOfResult(id, attempt, res))
+	})
+}
+
+// awaitCarried waits, by activity, for the task workflows an earlier run of
+// this workflow started: their child futures did not survive
+// continue-as-new, and the tasks go on regardless (ABANDON).
+func (r *runFlow) awaitCarried() {
+	for _, rt := range r.run.Tasks {
+		id := rt.ID
+		t := r.st.Tasks[id]
+		if !t.Running {
+			continue
+		}
+		attempt, req := t.Attempt, activities.AwaitTaskRequest{WorkflowID: runapi.TaskWorkflowID(id), RunID: t.RunID}
+		workflow.Go(r.ctx, func(gctx workflow.Context) {
+			var res activities.AwaitTaskResult
+			err := workflow.ExecuteActivity(flowkit.AwaitOptions(gctx, "Wait for task "+id), runActs.AwaitTask, req).Get(gctx, &res)
+			switch {
+			case err != nil:
+				r.inbox = append(r.inbox, endOfFailure(id, attempt, "waiting for the task workflow failed: "+errtext.Root(err)))
+			case res.Result != nil:
+				r.inbox = append(r.inbox, endOfResult(id, attempt, *res.Result))
+			default:
+				r.inbox = append(r.inbox, endOfFailure(id, attempt, "task workflow ended without a result: "+res.Failure))
+			}
+		})
+	}
+}
+
+// applyEnds takes every task end in the inbox into the document.
+func (r *runFlow) applyEnds() {
+	for len(r.inbox) > 0 {
+		e := r.inbox[0]
+		r.inbox = r.inbox[1:]
+		r.applyEnd(e)
+	}
+}
+
+func (r *runFlow) applyEnd(e taskEnd) {
+	t := r.st.Tasks[e.ID]
+	if t == nil || !t.Running || t.Attempt != e.Attempt {
+		r.noteClosing(e, false)
+		return // an end already taken, or of an attempt given up on
+	}
+	r.noteClosing(e, true)
+	t.Running, t.RunID, t.Spend = false, "", 0
+	if e.Reached > t.Attempt && workflow.GetVersion(r.ctx, versionAttemptReached, workflow.DefaultVersion, 1) == 1 {
+		// The next loop numbers on from the attempt the child reached.
+		t.Attempt = e.Reached
+	}
+	t.CostUSD += e.CostUSD
+	r.addSpend(e)
+	r.changed()
+	doc := &r.st.Doc
+	// A task that ended while its run still saw it paused runs no more.
+	_ = doc.ResumeTask(e.ID)
+	if doc.Tasks[e.ID].Status != runstatus.TaskRunning {
+		return
+	}
+	if r.st.Aborting {
+		// The abort settles the tasks it stopped; one that completed before
+		// the abort reached it is done (without a merge: the run is ending).
+		if e.Completed && r.st.Repo == nil {
+			_ = doc.Looped(e.ID)
+			r.taskDone(e.ID)
+		}
+		return
+	}
+	now := workflow.Now(r.ctx)
+	if err := doc.Looped(e.ID); err != nil {
+		r.log.Error("loop not counted", "task", e.ID, "error", err)
+	}
+	if e.Completed {
+		t.LastError, t.Summary = "", e.Summary
+		if r.st.Repo != nil {
+			t.Merge = true
+			return
+		}
+		r.taskDone(e.ID)
+		return
+	}
+	t.LastError = e.Error
+	left, _ := doc.LoopsLeft(e.ID)
+	switch {
+	case e.Final:
+		r.taskFailed(e.ID, e.Error)
+	case left > 0:
+		r.log.Info("task loops", "task", e.ID, "loops", doc.Tasks[e.ID].LoopCount, "error", e.Error)
+		r.launch(e.ID)
+	case doc.CanUpgrade(e.ID):
+		if _, err := doc.LoopLimitReached(e.ID, 0, now); err != nil {
+			r.log.Error("upgrade refused", "task", e.ID, "error", err)
+			r.taskFailed(e.ID, e.Error)
+			return
+		}
+		r.log.Info("task stalled; upgraded", "task", e.ID, "model", doc.Tasks[e.ID].Model)
+	default:
+		dt := doc.Tasks[e.ID]
+		gaveUp := fmt.Sprintf("gave up after %d loops on %s", dt.LoopCount, dt.Model)
+		if dt.ModelUpgrades > 0 {
+			gaveUp = fmt.Sprintf("gave up after %d loops on %s, upgraded from %s after %d", dt.LoopCount, dt.Model, runplan.ModelSonnet, runstatus.StallLoops)
+		}
+		r.taskFailed(e.ID, fmt.Sprintf("%s (%s)", e.Error, gaveUp))
+	}
+}
+
+func (r *runFlow) taskDone(id string) {
+	if err := r.st.Doc.TaskEnded(id, runstatus.Done, 0, workflow.Now(r.ctx)); err != nil {
+		r.log.Error("task end not recorded", "task", id, "error", err)
+	}
+	r.changed()
+}
+
+func (r *runFlow) taskFailed(id, reason string) {
+	if err := r.st.Doc.TaskEnded(id, runstatus.Failed(reason), 0, workflow.Now(r.ctx)); err != nil {
+		r.log.Error("task end not recorded", "task", id, "error", err)
+	}
+	r.changed()
+}
+
+// upstream is what a task gets to know of the tasks it depends on.
+func (r *runFlow) upstream(id string) []runplan.Upstream {
+	rt, _ := r.run.Task(id)
+	var ups []runplan.Upstream
+	for _, d := range rt.Depends {
+		dt, _ := r.run.Task(d)
+		ups = append(ups, runplan.Upstream{
+			ID: d, Title: dt.Title, Status: string(r.st.Doc.Tasks[d].Status), Summary: r.st.Tasks[d].Summary,
+		})
+	}
+	return ups
+}
+
+// finished: nothing runs, nothing waits to merge, nothing can start.
+func (r *runFlow) finished() bool {
+	if r.running() > 0 || len(r.closing) > 0 {
+		return false
+	}
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		if t.Merge {
+			return false
+		}
+	}
+	return r.st.Doc.Status == runstatus.RunActive && r.st.Doc.Finished()
+}
+
+func (r *runFlow) complete() (runstatus.Status, error) {
+	if err := r.st.Doc.Complete(workflow.Now(r.ctx)); err != nil {
+		return runstatus.Status{}, fmt.Errorf("complete run %s: %w", r.run.Slug, err)
+	}
+	r.changed()
+	return r.close()
+}
+
+// close writes the final document and ends the workflow once no update
+// handler is still running.
+func (r *runFlow) close() (runstatus.Status, error) {
+	if err := r.cleanUpRepo(); err != nil {
+		r.log.Warn("integration worktree not removed", "error", err)
+	}
+	if err := r.writeStatus(); err != nil {
+		return runstatus.Status{}, err
+	}
+	r.showDetails()
+	r.notifyEnded()
+	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
+		return runstatus.Status{}, err
+	}
+	r.log.Info("run ended", "run", r.run.Slug, "status", r.st.Doc.Status)
+	return r.st.Doc, nil
+}
+
+// versionInitialStatus names the change that writes status.json (and the
+// run's first events) before the first task starts.
+const versionInitialStatus = "run-initial-status"
+
+// versionAttemptReached names the change that made a run number a task's
+// next attempt on from the one its last workflow ended on, not from the
+// one that workflow began with.
+const versionAttemptReached = "run-attempt-reached"
+
+// abortWait bounds how long an aborted run waits for its tasks to end.
+const abortWait = 2 * time.Minute
+
+// abort stops every running task (each is told to abort, and stops its own
+// conductor) and ends the run.
+func (r *runFlow) abort() (runstatus.Status, error) {
+	reason := flowkit.FirstNonBlank(r.st.AbortReason, "run aborted")
+	var sent []workflow.Future
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		if !t.Running {
+			continue
+		}
+		sent = append(sent, workflow.SignalExternalWorkflow(r.ctx, runapi.TaskWorkflowID(rt.ID), "",
+			taskapi.SignalAbort, taskapi.AbortSignal{Reason: reason}))
+	}
+	for _, f := range sent {
+		if err := f.Get(r.ctx, nil); err != nil {
+			r.log.Warn("abort not delivered to a task", "error", err)
+		}
+	}
+	// The aborted tasks stop their conductors and end within moments: wait
+	// for them (a while at most), so their spending counts and nothing the
+	// run started still runs when it reports its end.
+	deadline := workflow.Now(r.ctx).Add(abortWait)
+	for r.applyEnds(); r.running() > 0; r.applyEnds() {
+		left := deadline.Sub(workflow.Now(r.ctx))
+		if left <= 0 {
+			r.log.Warn("aborted tasks still running; the run ends without them", "running", r.running())
+			break
+		}
+		if _, err := workflow.AwaitWithTimeout(r.ctx, left, func() bool { return len(r.inbox) > 0 }); err != nil {
+			return runstatus.Status{}, err
+		}
+	}
+	if err := r.abortDocument(); err != nil {
+		return runstatus.Status{}, fmt.Errorf("abort run %s: %w", r.run.Slug, err)
+	}
+	r.changed()
+	return r.close()
+}
+
+// writeStatus writes status.json when the document changed since it was
+// last written. A local activity: one marker in history per write.
+func (r *runFlow) writeStatus() error {
+	if r.written == r.st.Changes {
+		return nil
+	}
+	doc, err := json.Marshal(r.st.Doc)
+	if err != nil {
+		return fmt.Errorf("encode run status: %w", err)
+	}
+	req := activities.RunStatusRequest{Slug: r.run.Slug, Document: doc, Steps: r.runSteps()}
+	if r.st.Repo != nil {
+		req.Repo = r.st.Repo.Path
+	}
+	var res activities.RunStatusResult
+	if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
+		return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
+	}
+	if len(res.Paths) > 0 {
+		r.statusFile = res.Paths[0]
+	}
+	r.written = r.st.Changes
+	return nil
+}
+
+// shouldContinueAsNew: when Temporal suggests it, or after the configured
+// number of task starts, and only at a point where nothing is half done: no
+// child between start and started (its run id is what the next run waits
+// on), no merge pending, no update in flight, no end unapplied.
+func (r *runFlow) shouldContinueAsNew() bool {
+	limit := r.in.ContinueAsNewAfter
+	if !workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() && (limit <= 0 || r.started < limit) {
+		return false
+	}
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		if (t.Running && t.RunID == "") || t.Merge {
+			return false
+		}
+	}
+	// Tasks told early and still closing do not hold the hand-over back
+	// (with many tasks some always are): they are done in the document,
+	// and the next run does not wait for their close.
+	return len(r.inbox) == 0 && workflow.AllHandlersFinished(r.ctx)
+}
+
+func (r *runFlow) continueAsNew() error {
+	next, err := r.handover()
+	if err != nil {
+		return err
+	}
+	r.log.Info("continuing as new", "run", r.run.Slug, "running", r.running())
+	return workflow.NewContinueAsNewError(r.ctx, runapi.RunWorkflowName, next)
+}
+
+// handover is the input the next run of the workflow starts from.
+func (r *runFlow) handover() (runapi.RunInput, error) {
+	data, err := json.Marshal(r.st)
+	if err != nil {
+		return runapi.RunInput{}, fmt.Errorf("hand over the run state: %w", err)
+	}
+	next := r.in
+	next.Resume = data
+	next.Reopen = nil
+	return next, nil
+}
+
+// reopen takes an ended run back to active and applies the request it was
+// reopened for; a request that does not apply leaves it ended.
+func (r *runFlow) reopen(req runapi.Reopen) error {
+	doc := &r.st.Doc
+	if err := doc.Reopen(); err != nil {
+		return err
+	}
+	var err error
+	switch req.Update {
+	case runapi.UpdateRetry:
+		if t := doc.Tasks[req.Task.Task]; t != nil && t.Status == runstatus.TaskNeedsHumanRebase {
+			if err = doc.RetryMerge(req.Task.Task); err == nil {
+				r.st.Tasks[req.Task.Task].Merge = true
+			}
+		} else {
+			err = doc.Retry(req.Task.Task)
+		}
+	case runapi.UpdateSkip:
+		err = doc.Skip(req.Task.Task)
+	default:
+		err = fmt.Errorf("a run is reopened to retry or skip a task, not to %q", req.Update)
+	}
+	if err != nil {
+		return err
+	}
+	r.st.Aborting, r.st.AbortReason = false, ""
+	r.changed()
+	return nil
+}
+
+func (r *runFlow) view() runapi.View {
+	v := runapi.View{
+		Slug:           r.run.Slug,
+		Title:          r.run.Title,
+		Concurrency:    r.run.Concurrency,
+		Running:        r.running(),
+		Status:         r.st.Doc,
+		StatusFile:     r.statusFile,
+		AbortReason:    r.st.AbortReason,
+		Budget:         r.in.Budget,
+		BudgetNote:     r.st.BudgetNote,
+		ContinuedAsNew: r.st.ContinuedAsNew,
+		UpdatedAt:      workflow.Now(r.ctx),
+	}
+	if r.st.Repo != nil {
+		v.Repo = r.st.Repo.Path
+	}
+	ended, running := r.spent()
+	v.SpentUSD = ended + running
+	for _, rt := range r.run.Tasks {
+		t := r.st.Tasks[rt.ID]
+		v.Tasks = append(v.Tasks, runapi.TaskView{
+			ID: rt.ID, Title: rt.Title, Depends: rt.Depends,
+			WorkflowID: runapi.TaskWorkflowID(rt.ID), Attempt: t.Attempt,
+			CostUSD: t.CostUSD, LastError: t.LastError,
+		})
+	}
+	v.Overlaps = overlapsView(r.st.Touched)
+	return v
+}

@@ -1,0 +1,218 @@
+package runapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
+)
+
+// Names a client uses to talk to a run workflow. They are part of the public
+// interface (the temporal CLI uses them too), so they never change.
+const (
+	RunWorkflowName = "RunWorkflow"
+
+	// Updates: each answers with an error when the request does not apply
+	// (an unknown task, a task that is running, a run that has ended).
+	UpdatePause  = "pause"
+	UpdateResume = "resume"
+	UpdateSkip   = "skip"
+	UpdateRetry  = "retry"
+	UpdateAbort  = "abort"
+
+	// SignalTaskSpend is how a task tells its run what its attempt has
+	// spent so far, at each checkpoint, when the run has a budget.
+	SignalTaskSpend = "task-spend"
+
+	// QueryHandover answers with the RunInput the run would continue-as-new
+	// with: what a client needs to reopen an ended run.
+	QueryHandover = "handover"
+
+	// QueryCost answers with a Cost.
+	QueryCost = "cost"
+	// QueryStatus answers with the run's status.json document.
+	QueryStatus = "status"
+	// QueryView answers with a View: the document plus what a person
+	// watching the run wants beside it.
+	QueryView = "view"
+)
+
+// WorkflowID is the one workflow id per run.
+func WorkflowID(slug string) string { return "karvi-run-" + slug }
+
+// TaskWorkflowID is the workflow id of a run's task: the task workflow's
+// own, because a run's task is a karvi task like any other (one workflow per
+// task, and `starter status <task>` finds it). Task ids are karvi's, unique
+// on the board; two runs that name the same task share it.
+func TaskWorkflowID(taskID string) string { return taskapi.WorkflowID(taskID) }
+
+// RunInput starts a run workflow.
+type RunInput struct {
+	// Run is the run file as written (karvi's project shape, KARIMO's task
+	// fields accepted). The workflow parses and validates it, so what
+	// history records is what the caller gave.
+	Run json.RawMessage `json:"run"`
+	// Repo is a git repository (a path the worker resolves inside its work
+	// root) in which every task works on a worktree of its own; empty for a
+	// run without one.
+	Repo string `json:"repo,omitempty"`
+	// FeatureBranch is the branch the tasks' branches merge into; default
+	// feature/<slug>.
+	FeatureBranch string `json:"featureBranch,omitempty"`
+	// TaskQueue is where the tasks' workflows run; default the run's own.
+	TaskQueue string `json:"taskQueue,omitempty"`
+	// Tuning is handed to every task workflow.
+	Tuning *taskapi.Tuning `json:"tuning,omitempty"`
+	// Pool, when set, names the agent slot pool every task's conductor
+	// waits for (counted against the pool's max_total as this run); the
+	// tasks wait in line as long as it takes.
+	Pool string `json:"pool,omitempty"`
+	// ContinueAsNewAfter continues-as-new after this many task workflows
+	// were started in one run, besides Temporal's own suggestion (0: only
+	// the suggestion). Tests use it to exercise the hand-over with tasks
+	// running.
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+	// Budget limits what the run's tasks may spend together; nil for none.
+	Budget *costs.Budget `json:"budget,omitempty"`
+	// Reopen, with Resume from a closed run's handover query, starts the
+	// run again from where it ended and applies this request first (a retry
+	// or skip of a task that kept it from completing).
+	Reopen *Reopen `json:"reopen,omitempty"`
+	// Resume is the workflow's state handed over by continue-as-new; a
+	// client never sets it but to reopen.
+	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// Reopen is the request an ended run is reopened for.
+type Reopen struct {
+	// Update is UpdateRetry or UpdateSkip.
+	Update string      `json:"update"`
+	Task   TaskRequest `json:"task"`
+}
+
+// SignalTaskPause is how a task tells its run that it paused (a usage
+// limit) or runs again (TaskPause).
+const SignalTaskPause = "task-pause"
+
+// TaskPause is the payload of SignalTaskPause.
+type TaskPause struct {
+	Task    string    `json:"task"`
+	Attempt int       `json:"attempt"`
+	Paused  bool      `json:"paused"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// SignalTaskStall is how a task tells its run that a phase stalled (no
+// event and no agent output for its threshold) or shows progress again
+// (TaskStall).
+const SignalTaskStall = "task-stall"
+
+// TaskStall is the payload of SignalTaskStall.
+type TaskStall struct {
+	Task    string    `json:"task"`
+	Attempt int       `json:"attempt"`
+	Stalled bool      `json:"stalled"`
+	Phase   string    `json:"phase,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// SignalTaskEnded is how a task tells its run that its attempt completed,
+// as soon as the workflow has the plan's terminal event and before its
+// last bookkeeping (the final status write), so the run starts the
+// dependents without waiting for the task workflow to close.
+const SignalTaskEnded = "task-ended"
+
+// TaskEnded is the payload of SignalTaskEnded: what the run takes from a
+// completed task's result.
+type TaskEnded struct {
+	Task string `json:"task"`
+	// Attempt is the attempt the run started; Reached the one the task
+	// workflow completed on.
+	Attempt int `json:"attempt"`
+	Reached int `json:"reached"`
+	// Summary is the line the dependents get about the task.
+	Summary string             `json:"summary,omitempty"`
+	CostUSD float64            `json:"costUsd,omitempty"`
+	ByPhase map[string]float64 `json:"byPhase,omitempty"`
+	Model   string             `json:"model,omitempty"`
+	Skill   string             `json:"skill,omitempty"`
+}
+
+// TaskSpend is the payload of SignalTaskSpend.
+type TaskSpend struct {
+	Task    string  `json:"task"`
+	Attempt int     `json:"attempt"`
+	CostUSD float64 `json:"costUsd"`
+}
+
+// Cost answers the cost query: what the run's tasks spent, those still
+// running included, and where that stands against the budget.
+type Cost struct {
+	// Summary adds up the attempts that ended, by phase, task, model and
+	// skill; RunningUSD what the attempts under way reported so far.
+	Summary    costs.Summary `json:"summary"`
+	RunningUSD float64       `json:"runningUsd"`
+	SpentUSD   float64       `json:"spentUsd"`
+	Budget     *costs.Budget `json:"budget,omitempty"`
+	// Level is under, warning or spent.
+	Level string `json:"level,omitempty"`
+}
+
+// TaskRequest names one task of the run: the input of skip and retry.
+type TaskRequest struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// AbortRequest is the input of abort; the reason is optional.
+type AbortRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// View answers the view query.
+type View struct {
+	Slug        string `json:"slug"`
+	Title       string `json:"title,omitempty"`
+	Concurrency int    `json:"concurrency"`
+	// Running counts the task workflows the run has started and not seen
+	// end.
+	Running int `json:"running"`
+	// Status is the status.json document.
+	Status runstatus.Status `json:"status"`
+	// Tasks are in the run file's order.
+	Tasks []TaskView `json:"tasks"`
+	// Overlaps names the paths more than one task changed, when the run
+	// works in a git repository.
+	Overlaps       []Overlap     `json:"overlaps,omitempty"`
+	Repo           string        `json:"repo,omitempty"`
+	StatusFile     string        `json:"statusFile,omitempty"`
+	AbortReason    string        `json:"abortReason,omitempty"`
+	SpentUSD       float64       `json:"spentUsd,omitempty"`
+	Budget         *costs.Budget `json:"budget,omitempty"`
+	BudgetNote     string        `json:"budgetNote,omitempty"`
+	ContinuedAsNew int           `json:"continuedAsNew"`
+	UpdatedAt      time.Time     `json:"updatedAt,omitzero"`
+}
+
+// TaskView is one task as the view shows it.
+type TaskView struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title,omitempty"`
+	Depends []string `json:"depends,omitempty"`
+	// WorkflowID is the task's workflow; Attempt the number of its latest
+	// conductor attempt (0 before it started).
+	WorkflowID string  `json:"workflowId"`
+	Attempt    int     `json:"attempt,omitempty"`
+	CostUSD    float64 `json:"costUsd,omitempty"`
+	// LastError is the latest attempt's error, also while the task loops.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Overlap is a path changed by more than one task.
+type Overlap struct {
+	Path  string   `json:"path"`
+	Tasks []string `json:"tasks"`
+}

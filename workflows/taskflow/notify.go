@@ -1,0 +1,56 @@
+package taskflow
+
+import (
+	"fmt"
+	"strconv"
+
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/flowkit"
+)
+
+// The webhook hears, besides pauses (pause.go): a task that ends blocked
+// and needs a person, a host the fleet gave up on, and a run's end with
+// its counts. Each goes through the same local activity as a pause, which
+// only queues the event (the worker's notifier delivers it, retries it and
+// keeps what it cannot deliver), so nothing waits on the receiver. The
+// delivery id is made of the workflow's own identity and the attempt (or
+// the run's execution), the same on every retry and replay, so a receiver
+// that keeps ids acts on each event once; a replay does not send at all,
+// since the local activity's result is in the history.
+
+// notifyBlocked tells that the task ended blocked and needs a person. A
+// task of a run is the run's to report (its tasks loop, and the run's end
+// says which failed); an abort is a person's own doing.
+func (r *taskRun) notifyBlocked(o mapping.Outcome) {
+	if o.TaskStatus != mapping.TaskBlocked || o.LastError == mapping.MsgUserAbort ||
+		workflow.GetInfo(r.ctx).ParentWorkflowExecution != nil || !flowkit.NotifyOn(r.ctx) {
+		return
+	}
+	a := &r.st.Current
+	flowkit.QueueNotification(r.ctx, activities.NotifyRequest{
+		ID:   fmt.Sprintf("%s-blocked-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
+		Kind: "blocked", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
+		Reason: flowkit.FirstNonBlank(o.BlockerReason, o.LastError, "task ended blocked"),
+		Details: map[string]string{"plan": a.PlanName(), "phase": o.PhaseID,
+			"attempt": strconv.Itoa(a.N), "error_type": o.ErrorType},
+	})
+}
+
+// notifyHostLost tells that the attempt's host stopped answering and the
+// task starts anew elsewhere.
+func (r *taskRun) notifyHostLost(host, reason string) {
+	if !flowkit.NotifyOn(r.ctx) {
+		return
+	}
+	a := &r.st.Current
+	flowkit.QueueNotification(r.ctx, activities.NotifyRequest{
+		ID:   fmt.Sprintf("%s-host_lost-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
+		Kind: "host_lost", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
+		Host: host, Reason: reason,
+		Details: map[string]string{"plan": a.PlanName(), "attempt": strconv.Itoa(a.N),
+			"grace": r.st.Tuning.HostGraceOrDefault().String()},
+	})
+}

@@ -1,0 +1,183 @@
+package taskflow
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
+)
+
+// An agent account's usage limit holds for every task whose conductors
+// run on that account: when one of them meets it, the others would meet it
+// within seconds (and the conductor would spend their attempts on it, or
+// pass a phase with no work done). So a task on an account (TaskInput.
+// Account, else its slot pool's name) joins the account's workflow
+// (AccountWorkflow) before each attempt starts, and:
+//
+//   - a task that meets a limit reports it; the account tells every other
+//     member, which stops its conductor with SIGINT at once (the phase
+//     under way goes back to pending, passed phases stay passed) and
+//     pauses until the same moment, resuming the same plan;
+//   - an attempt that would start while the account is paused waits
+//     until the pause ends before it starts (or takes a slot);
+//   - `starter account resume` ends the account's pause for every member;
+//     `starter resume` of one task ends only that task's pause.
+//
+// A paused task also gives its agent slot back and takes one again before
+// it resumes.
+
+// versionAccountPause names the change that made a task share its
+// account's pauses and give its slot back while paused. Only tasks with an
+// account (or a slot pool) ask for it.
+const versionAccountPause = "account-pause"
+
+// accountKey is the task's agent account, "" for none.
+func (r *taskRun) accountKey() string {
+	if r.st.Account != "" {
+		return r.st.Account
+	}
+	if r.st.Slots != nil {
+		return r.st.Slots.PoolOrDefault()
+	}
+	return ""
+}
+
+// useAccount says whether this run of the workflow shares its account's
+// pauses.
+func (r *taskRun) useAccount() bool {
+	if !r.limitsOn || r.accountKey() == "" {
+		return false
+	}
+	if workflow.GetVersion(r.ctx, versionAccountPause, workflow.DefaultVersion, 1) != 1 {
+		return false
+	}
+	r.accountCh = workflow.GetSignalChannel(r.ctx, accountapi.SignalNotice)
+	return true
+}
+
+// accountOptions: the account answers at once; an account workflow that
+// cannot be reached does not hold a task up for long.
+func accountOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		Summary:             summary,
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        200 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Second,
+			MaximumAttempts:        6,
+			NonRetryableErrorTypes: []string{activities.ErrBadAccount},
+		},
+	})
+}
+
+func (r *taskRun) accountUpdate(req activities.AccountRequest, what string) (accountapi.View, bool) {
+	req.Account = r.accountKey()
+	var v accountapi.View
+	err := workflow.ExecuteActivity(accountOptions(r.ctx, fmt.Sprintf("%s on account %s", what, req.Account)),
+		slotActs.AccountUpdate, req).Get(r.ctx, &v)
+	if err != nil {
+		// The task goes on alone: a pause it meets is still its own.
+		r.log.Warn("agent account not reached", "account", req.Account, "what", what, "error", err)
+		return v, false
+	}
+	return v, true
+}
+
+// checkAccount joins the account before the attempt starts, and holds the
+// attempt while the account is paused.
+func (r *taskRun) checkAccount() error {
+	a := &r.st.Current
+	r.takeAccountNotice() // the join's answer says what they said
+	v, ok := r.accountUpdate(activities.AccountRequest{Join: &accountapi.JoinRequest{
+		Member: workflow.GetInfo(r.ctx).WorkflowExecution.ID}}, "join")
+	a.AccountChecked, a.AccountJoined = true, ok
+	if ok && v.PausedUntil.After(workflow.Now(r.ctx)) {
+		r.holdForAccount(accountapi.Notice{Account: v.Account, Until: v.PausedUntil, ResetAt: v.ResetAt,
+			By: v.By, Phase: v.Phase, Source: v.Source, Text: v.Text})
+	}
+	return nil
+}
+
+// takeAccountNotice takes the notices already delivered and returns the
+// last pause among them still ahead, nil when none.
+func (r *taskRun) takeAccountNotice() *accountapi.Notice {
+	var pause *accountapi.Notice
+	for {
+		var n accountapi.Notice
+		if !r.accountCh.ReceiveAsync(&n) {
+			return pause
+		}
+		switch {
+		case n.Resume:
+			pause = nil
+		case n.Until.After(workflow.Now(r.ctx)):
+			pause = &n
+		}
+	}
+}
+
+// holdForAccount pauses an attempt that has not started its conductor.
+func (r *taskRun) holdForAccount(n accountapi.Notice) {
+	now := workflow.Now(r.ctx)
+	r.st.Pauses++
+	r.enterPause(&taskapi.Pause{
+		Reason: taskapi.PausedUsageLimit, Phase: n.Phase, Since: now, Until: n.Until, ResetAt: n.ResetAt,
+		Source: n.Source, Text: n.Text, Count: r.st.Pauses, Account: r.accountKey(), By: n.By,
+	})
+}
+
+// reportLimit tells the account of the limit this task met, so that the
+// other tasks on it pause too.
+func (r *taskRun) reportLimit(p *taskapi.Pause) {
+	if !r.accountOn {
+		return
+	}
+	id := workflow.GetInfo(r.ctx).WorkflowExecution.ID
+	r.accountUpdate(activities.AccountRequest{
+		UpdateID: fmt.Sprintf("limit/%s/%d", id, p.Count),
+		Limit: &accountapi.LimitRequest{Member: id, Task: r.st.Dispatch.TaskID, Until: p.Until,
+			ResetAt: p.ResetAt, Phase: p.Phase, Source: p.Source, Text: p.Text},
+	}, "limit")
+}
+
+// leaveAccount ends the task's membership when an attempt ends.
+func (r *taskRun) leaveAccount() {
+	if !r.accountOn || !r.st.Current.AccountJoined {
+		return
+	}
+	id := workflow.GetInfo(r.ctx).WorkflowExecution.ID
+	err := workflow.SignalExternalWorkflow(r.ctx, accountapi.WorkflowID(r.accountKey()), "", accountapi.SignalLeave,
+		accountapi.LeaveSignal{Member: id}).Get(r.ctx, nil)
+	if err != nil {
+		r.log.Warn("account not told the task left", "account", r.accountKey(), "error", err)
+	}
+}
+
+// giveSlotBack releases a paused attempt's slot; the attempt asks for a
+// new one, under a key of its own, before it resumes.
+func (r *taskRun) giveSlotBack() {
+	a := &r.st.Current
+	if !r.accountOn || a.Slot == nil || !a.Slot.Held || a.Slot.Released {
+		return
+	}
+	r.releaseSlot("paused")
+	a.Slot = nil
+	a.SlotRound++
+}
+
+// accountWords is what the brief and the webhook say of whose limit it is.
+func accountWords(p *taskapi.Pause) string {
+	if p.Account == "" {
+		return ""
+	}
+	if p.By != "" {
+		return fmt.Sprintf(" on account %s (met by task %s)", p.Account, p.By)
+	}
+	return " on account " + p.Account
+}

@@ -1,0 +1,319 @@
+package taskflow
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/slots"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
+)
+
+// accountRig is a conductor that runs until it is interrupted (or, once
+// resumed, completes), an agent account that answers as scripted, and a
+// slot pool that grants at once.
+type accountRig struct {
+	mu  sync.Mutex
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	// join is the account's answer to a join.
+	join        accountapi.View
+	accountReqs []activities.AccountRequest
+	leaves      []string
+	startedAt   []time.Time
+	interrupted []time.Time
+	resumedAt   []time.Time
+	acquires    []slots.Key
+	releases    []slots.Key
+	notes       []string
+	statuses    []mapping.TaskStatus
+	updates     []activities.TaskStatusUpdate
+	// ownLimit: the first attempt's first delivery meets a usage limit.
+	ownLimit *activities.UsageLimit
+	// completeAtOnce: the first delivery completes the plan.
+	completeAtOnce bool
+	// costUSD: what every delivery reports spent in the first phase.
+	costUSD float64
+}
+
+func (c *accountRig) register() {
+	env, t := c.env, c.t
+	f := &fakeConductor{t: t}
+	env.RegisterActivity(acts)
+	env.RegisterActivity(slotActs)
+	env.OnActivity(slotActs.AccountUpdate, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.AccountRequest) (accountapi.View, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.accountReqs = append(c.accountReqs, req)
+			return c.join, nil
+		})
+	env.OnActivity(slotActs.AcquireSlot, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.AcquireSlotRequest) (slots.Answer, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.acquires = append(c.acquires, req.Request.Key)
+			return slots.Answer{State: slots.Granted}, nil
+		})
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", slotapi.SignalRelease, mock.Anything).Return(
+		func(_, _, _, _ string, arg any) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.releases = append(c.releases, arg.(slotapi.ReleaseSignal).Key)
+			return nil
+		})
+	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, "", accountapi.SignalLeave, mock.Anything).Return(
+		func(_, wid, _, _ string, arg any) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.leaves = append(c.leaves, wid)
+			return nil
+		})
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
+	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
+			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+			if err != nil {
+				return activities.StartAttemptResult{}, err
+			}
+			c.mu.Lock()
+			c.startedAt = append(c.startedAt, env.Now())
+			c.mu.Unlock()
+			h := activities.ConductorHandle{PID: 100, PGID: 100}
+			d := activities.DeliverResult{Brief: mapping.NewBriefState(req.Dispatch.TaskID, info.Summary),
+				LimitWatch: activities.LimitWatch{WatchLimits: true, Limit: c.ownLimit}}
+			if c.ownLimit != nil {
+				d.Exited = true
+			}
+			return activities.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
+		})
+	env.OnActivity(acts.InterruptConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.InterruptRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.interrupted = append(c.interrupted, env.Now())
+			return nil
+		})
+	env.OnActivity(acts.ResumeConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ activities.ResumeRequest) (activities.ResumeResult, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.resumedAt = append(c.resumedAt, env.Now())
+			return activities.ResumeResult{Conductor: &activities.ConductorHandle{PID: 200, PGID: 200}}, nil
+		})
+	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
+		func(_ context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			res := activities.DeliverResult{Brief: req.Brief, LimitWatch: activities.LimitWatch{WatchLimits: true}}
+			if c.costUSD > 0 {
+				res.Brief = req.Brief.Clone()
+				res.Brief.Brief.Cost.ByPhase = map[string]float64{res.Brief.PhaseOrder[0]: c.costUSD}
+			}
+			switch {
+			case len(c.resumedAt) > 0 || c.completeAtOnce:
+				o := mapping.CompletedOutcome()
+				res.Outcome, res.Exited = &o, true
+			case len(c.interrupted) > 0:
+				res.Exited = true // gone on SIGINT, its phase back to pending
+			}
+			return res, nil
+		})
+	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.NotifyRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.notes = append(c.notes, req.Kind+": "+req.Reason)
+			return nil
+		})
+	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req activities.StatusRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.statuses = append(c.statuses, req.Update.Status)
+			c.updates = append(c.updates, req.Update)
+			return nil
+		})
+}
+
+func newAccountRig(t *testing.T) (*testsuite.TestWorkflowEnvironment, *accountRig) {
+	env := newEnv(t)
+	c := &accountRig{t: t, env: env}
+	c.register()
+	return env, c
+}
+
+// Another task on the account met a usage limit: this one's conductor is
+// interrupted at once, the task pauses until the account's moment, and
+// resumes the same plan as the same attempt.
+func TestAccountNoticePausesARunningTask(t *testing.T) {
+	env, c := newAccountRig(t)
+	start := env.Now()
+	until := start.Add(time.Hour).UTC()
+	var paused taskapi.Status
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(accountapi.SignalNotice, accountapi.Notice{Account: "team", Until: until, By: "T9", Phase: "implement", Text: "You've hit your limit"})
+	}, 10*time.Second)
+	pausedStatus(t, env, &paused)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt, "an account's pause counts no attempt")
+	require.Len(t, c.startedAt, 1)
+	require.NotEmpty(t, c.interrupted)
+	require.Less(t, c.interrupted[0].Sub(start), 12*time.Second, "interrupted at once, not at the next checkpoint")
+	require.Len(t, c.resumedAt, 1)
+	require.False(t, c.resumedAt[0].Before(until), "resumed at %v, the account's pause until %v", c.resumedAt[0], until)
+	require.Equal(t, "team", c.accountReqs[0].Account)
+	require.NotNil(t, c.accountReqs[0].Join, "the task joined its account before it started")
+	require.Len(t, c.accountReqs, 1, "a pause told by the account is not reported back")
+	require.NotContains(t, c.statuses, mapping.TaskBlocked)
+	require.Equal(t, taskapi.StagePaused, paused.Stage)
+	require.Equal(t, "team", paused.Pause.Account)
+	require.Equal(t, "T9", paused.Pause.By)
+	require.Equal(t, until, paused.Pause.Until.UTC())
+	require.Contains(t, c.notes[0], "paused: usage limit in phase")
+	require.Contains(t, c.notes[0], "on account team (met by task T9)")
+	require.Equal(t, []string{"karvi-account-team"}, c.leaves, "the task leaves its account when it ends")
+}
+
+// An attempt that would start while its account is paused waits for the
+// account's moment before anything starts.
+func TestAccountPauseHoldsANewAttempt(t *testing.T) {
+	env, c := newAccountRig(t)
+	until := env.Now().Add(2 * time.Hour).UTC()
+	c.join = accountapi.View{Account: "team", PausedUntil: until, Paused: true, By: "T9"}
+	c.completeAtOnce = true
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.startedAt, 1)
+	require.False(t, c.startedAt[0].Before(until), "started at %v, the account paused until %v", c.startedAt[0], until)
+	require.Empty(t, c.resumedAt, "nothing to resume: the attempt had not started")
+	require.Len(t, c.accountReqs, 1, "joined once")
+}
+
+// A task whose own agent meets the limit reports it to its account, so
+// that the other tasks on it pause too.
+func TestOwnLimitIsReportedToTheAccount(t *testing.T) {
+	env, c := newAccountRig(t)
+	reset := env.Now().Add(time.Hour).UTC()
+	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event", Text: "You've hit your limit"}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team",
+		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, c.accountReqs, 2)
+	lim := c.accountReqs[1].Limit
+	require.NotNil(t, lim)
+	require.Equal(t, "T5", lim.Task)
+	require.Equal(t, reset.Add(time.Minute), lim.Until.UTC())
+	require.Equal(t, "test", lim.Phase)
+	require.NotEmpty(t, c.accountReqs[1].UpdateID)
+}
+
+// A paused task gives its agent slot back and asks for one again, under
+// a key of its own, before it resumes.
+func TestPausedTaskGivesItsSlotBack(t *testing.T) {
+	env, c := newAccountRig(t)
+	reset := env.Now().Add(time.Hour).UTC()
+	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Slots: &taskapi.SlotRequest{Pool: "solo"},
+		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.acquires, 2, "a slot before the start and again before the resume")
+	require.NotEqual(t, c.acquires[0], c.acquires[1])
+	require.Equal(t, []slots.Key{c.acquires[0], c.acquires[1]}, c.releases, "given back when paused, and when the attempt ended")
+	require.Equal(t, "solo", c.accountReqs[0].Account, "the pool names the account when no account is given")
+}
+
+// Bad account keys are refused before anything starts.
+func TestBadAccountIsRefused(t *testing.T) {
+	env, _ := newAccountRig(t)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "no spaces"})
+	require.ErrorContains(t, env.GetWorkflowError(), `invalid account: account "no spaces"`)
+}
+
+// A budget whose action is pause stops the conductor gracefully at 100 %
+// and waits, with no end of its own, until the budget is raised; then the
+// same plan goes on as the same attempt.
+func TestBudgetPauseWaitsForARaisedBudget(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.costUSD = 1.5
+	var st taskapi.Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&st))
+		env.SignalWorkflow(taskapi.SignalBudget, taskapi.BudgetSignal{LimitUSD: 1.2}) // still spent: stays paused
+	}, 10*time.Hour)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(taskapi.SignalBudget, taskapi.BudgetSignal{LimitUSD: 5})
+	}, 20*time.Hour)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Equal(t, 1, res.Attempt)
+	require.NotEmpty(t, c.interrupted, "stopped gracefully")
+	require.Len(t, c.resumedAt, 1)
+	require.False(t, c.resumedAt[0].Before(c.startedAt[0].Add(20*time.Hour)), "resumed only once the budget was raised")
+	require.Equal(t, taskapi.StagePaused, st.Stage)
+	require.Equal(t, taskapi.PausedBudget, st.Pause.Reason)
+	require.Contains(t, st.Pause.Budget, "Budget exceeded")
+	require.NotContains(t, c.statuses, mapping.TaskBlocked)
+	require.Contains(t, c.notes[len(c.notes)-1], "resumed: budget raised to $5.00")
+}
+
+// starter resume ends a budget pause too.
+func TestBudgetPauseEndsOnResume(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.costUSD = 1.5
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalResume, taskapi.ResumeSignal{Reason: "go on"}) }, time.Hour)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Budget: &costs.Budget{LimitUSD: 1, Action: costs.Pause}})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.resumedAt, 1)
+}
+
+// The sink hears of the pause and the resume as the task's dispatch result,
+// its status unchanged: a pause is no failure.
+func TestPauseIsShownInTheSinkNotAsAFailure(t *testing.T) {
+	env, c := newAccountRig(t)
+	reset := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
+	env.SetStartTime(reset.Add(-time.Hour))
+	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{PauseMargin: 2 * time.Minute}})
+	require.NoError(t, env.GetWorkflowError())
+	var states []string
+	for _, u := range c.updates {
+		states = append(states, string(u.Status)+"/"+string(u.DispatchState)+": "+u.Reason)
+	}
+	require.Len(t, states, 3, "%q", states)
+	require.Equal(t, "dispatched/paused: paused: usage limit in phase test, resumes at 15:02:00 UTC", states[0])
+	require.Equal(t, "dispatched/dispatching: resumed: the limit's reset passed", states[1])
+	require.Equal(t, "completed/completed: ", states[2])
+}
