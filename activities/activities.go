@@ -2,38 +2,21 @@ package activities
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/internal/metrics"
-	"karvi-edda-temporal/internal/notify"
-	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
 )
 
-// Error types that the workflow and the retry policies match on. They are
-// ApplicationError types, so they survive the trip through Temporal.
-const (
-	// ErrInvalidDispatch: the DispatchPlan (or the template it selects) cannot
-	// produce a valid plan. Retrying cannot help.
-	ErrInvalidDispatch = "InvalidDispatch"
-	// ErrConductorStart: the conductor command could not be started at all
-	// (missing binary, unusable work directory).
-	ErrConductorStart = "ConductorStart"
-	// ErrNoBrief: karvi has no brief for this task (404). The run goes on and
-	// the brief stays queryable in the workflow.
-	ErrNoBrief = "NoBrief"
-	// ErrSinkRejected: the sink refused the write for a reason a retry cannot
-	// fix (illegal status transition, bad request, unauthorized).
-	ErrSinkRejected = "SinkRejected"
-)
+// ErrInvalidDispatch: the DispatchPlan (or the template it selects), or a
+// run's repository settings, cannot produce valid work. Retrying cannot
+// help. It is an ApplicationError type, so it survives the trip through
+// Temporal, and the retry policies of several wings match on it.
+const ErrInvalidDispatch = "InvalidDispatch"
 
 // Config is the worker-side configuration of the activities. Nothing here
 // comes from workflow input: secrets and paths belong to the operator.
@@ -71,42 +54,13 @@ type Config struct {
 	OnStall    stalls.Action
 }
 
-// Activities are the side effects of TaskWorkflow. Register one value with
-// the worker; the workflow refers to the methods through a nil pointer.
-type Activities struct {
-	Config Config
-	Sink   sink.Sink
-	// Metrics records what the tail reads and how many conductors it
-	// follows; nil records nothing.
-	Metrics *metrics.Recorder
-	// Notifier sends events (a task paused, resumed) to a person's
-	// webhook; nil sends none.
-	Notifier *notify.Notifier
+// HeartbeatEvery is how often a long activity heartbeats.
+const HeartbeatEvery = time.Second
 
-	// plans caches parsed plan.yaml files by path: a plan file never changes
-	// once written (its name changes with every attempt).
-	plans sync.Map
-	// patchProgress: acknowledged patches of a batch being retried (patch.go).
-	patchProgress sync.Map // "runID/activityID" -> int
-	// streams is the canonical event store, opened on first use (events.go).
-	streams streams
-}
-
-const (
-	maxBatchBytes = 256 << 10
-	// maxDrainBytes bounds one result when the conductor has exited, so a
-	// huge backlog arrives in several results instead of one oversized
-	// history payload.
-	maxDrainBytes  = 1 << 20
-	heartbeatEvery = time.Second
-	sampleLen      = 200
-	logTailBytes   = 2048
-)
-
-// heartbeat records a heartbeat now and then every interval until stopped,
+// Heartbeat records a heartbeat now and then every interval until stopped,
 // so the server notices a dead worker within the heartbeat timeout and the
 // activity learns of its cancellation.
-func heartbeat(ctx context.Context, every time.Duration) func() {
+func Heartbeat(ctx context.Context, every time.Duration) func() {
 	activity.RecordHeartbeat(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -126,19 +80,7 @@ func heartbeat(ctx context.Context, every time.Duration) func() {
 	return func() { close(done) }
 }
 
-func shorten(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "\\0")
-	if len(s) <= sampleLen {
-		return s
-	}
-	cut := sampleLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func invalidDispatch(err error) error {
+// InvalidDispatch marks err as an ErrInvalidDispatch, not to be retried.
+func InvalidDispatch(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrInvalidDispatch, err)
 }

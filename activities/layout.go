@@ -22,6 +22,11 @@ type Layout struct {
 }
 
 var safeName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// SafeName reports whether a task id can name a directory under the work
+// root as it is.
+func SafeName(id string) bool { return safeName.MatchString(id) }
+
 var planNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,127}$`)
 
 // NewLayout resolves the work root to an absolute path without symlinks, so
@@ -63,16 +68,16 @@ func (l Layout) TaskCwd(d mapping.DispatchPlan) (string, error) {
 	// Resolve what exists of the path, so a symlink inside the root cannot
 	// point the conductor (or the MkdirAll that creates its directory)
 	// outside it.
-	dir = resolveExisting(filepath.Clean(dir))
-	if !l.contains(dir) {
+	dir = ResolveExisting(filepath.Clean(dir))
+	if !l.Contains(dir) {
 		return "", fmt.Errorf("workingDir %q is outside the work root %s", d.WorkingDir, l.root)
 	}
 	return dir, nil
 }
 
-// resolveExisting resolves symlinks in the longest existing prefix of path
+// ResolveExisting resolves symlinks in the longest existing prefix of path
 // and appends the components that do not exist yet.
-func resolveExisting(path string) string {
+func ResolveExisting(path string) string {
 	rest := ""
 	for p := path; ; p = filepath.Dir(p) {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
@@ -94,13 +99,13 @@ func (l Layout) RunDir(taskID, planName string) (string, error) {
 		return "", fmt.Errorf("plan name %q is not kebab-case", planName)
 	}
 	dir := filepath.Join(l.root, "runs", taskID, planName)
-	if !l.contains(dir) {
+	if !l.Contains(dir) {
 		return "", fmt.Errorf("run directory %s escapes the work root", dir)
 	}
 	return dir, nil
 }
 
-func (l Layout) contains(path string) bool {
+func (l Layout) Contains(path string) bool {
 	rel, err := filepath.Rel(l.root, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
@@ -422,7 +422,7 @@ func TestIntakeProjectBecomesRun(t *testing.T) {
 		require.Equal(t, 1, runsOf(t, r, id), "task %s started once, by the run", id)
 	}
 	require.False(t, doc.Tasks[ids[1]].StartedAt.Before(doc.Tasks[ids[0]].CompletedAt), "in dependency order")
-	data, err := os.ReadFile(activities.RunStatusPath(r.WorkRoot, doc.PRDSlug))
+	data, err := os.ReadFile(runact.RunStatusPath(r.WorkRoot, doc.PRDSlug))
 	require.NoError(t, err, "status.json written")
 	require.Contains(t, string(data), ids[1])
 	waitKarvi(t, r, "completed", ids...)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
@@ -220,7 +220,7 @@ func TestRunShowsAPausedTask(t *testing.T) {
 	runFile := `{"slug":"pz","title":"Paused","tasks":[
 	 {"id":"pz-a","title":"A","description":"[sim phase=test limit resets=4s]"},
 	 {"id":"pz-b","title":"B","depends":["pz-a"]}]}`
-	statusPath := activities.RunStatusPath(r.WorkRoot, "pz")
+	statusPath := runact.RunStatusPath(r.WorkRoot, "pz")
 	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile), Tuning: &taskapi.Tuning{
 		PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}})
 	var seen runstatus.Status

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/testrig"
@@ -54,7 +54,7 @@ func TestRunDiamondAndFailureCascade(t *testing.T) {
 
 	// A reader hammers status.json while the run writes it: it must never
 	// see a partial document.
-	statusPath := activities.RunStatusPath(r.WorkRoot, "dc")
+	statusPath := runact.RunStatusPath(r.WorkRoot, "dc")
 	var reads, stopReading atomic.Int64
 	var readErr error
 	var wg sync.WaitGroup

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/testrig"
 )
@@ -109,8 +109,8 @@ func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 			}
 			// DeliverEvents' result, or StartAttempt's with its first delivery.
 			var res struct {
-				activities.DeliverResult
-				Delivery *activities.DeliverResult `json:"delivery"`
+				taskact.DeliverResult
+				Delivery *taskact.DeliverResult `json:"delivery"`
 			}
 			if converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &res) != nil {
 				continue

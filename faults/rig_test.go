@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 )
@@ -83,7 +83,7 @@ func (r *rig) reduced(taskID, plan string) mapping.BriefState {
 	}
 	// What the conductor spent (state.json, transcripts) raises the costs
 	// at the delivery's last checkpoint, as it does in the runtime.
-	if sp, ok := activities.ConductorSpend(filepath.Join(filepath.Dir(r.EventsPath(taskID, plan)), "state.json")); ok {
+	if sp, ok := taskact.ConductorSpend(filepath.Join(filepath.Dir(r.EventsPath(taskID, plan)), "state.json")); ok {
 		st.ApplySpend(sp)
 	}
 	return st

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -72,7 +72,7 @@ const (
 
 // newHostWorker is the worker of the host's own queue: activities only, the
 // same ones (one Activities value serves both queues).
-func newHostWorker(cl client.Client, shared, host string, o worker.Options, acts *activities.Activities) worker.Worker {
+func newHostWorker(cl client.Client, shared, host string, o worker.Options, acts *taskact.Activities) worker.Worker {
 	w := worker.New(cl, fleet.Queue(shared, host), o)
 	w.RegisterActivity(acts)
 	return w
@@ -92,9 +92,9 @@ func stopAll(ws ...worker.Worker) {
 // fenceEvery while it runs: every conductor still running under the work
 // root whose task's workflow has moved on (another attempt, another host)
 // is stopped. The returned channel closes when ctx ends.
-func sweepStaleRuns(ctx context.Context, cl client.Client, acts *activities.Activities, host string, logger *slog.Logger) <-chan struct{} {
+func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activities, host string, logger *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
-	handles := map[fleet.Run]activities.LiveRun{}
+	handles := map[fleet.Run]taskact.LiveRun{}
 	var mu sync.Mutex
 	s := &fleet.Sweeper{
 		Host: host,

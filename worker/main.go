@@ -22,7 +22,12 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/intakeact"
+	"karvi-edda-temporal/activities/intentact"
+	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/metrics"
@@ -165,11 +170,13 @@ func run(c config) error {
 		StallAfter: c.stallAfter,
 		OnStall:    stalls.Action(c.onStall),
 	}
-	acts := &activities.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier}
 	w.RegisterActivity(acts)
-	w.RegisterActivity(&activities.RunActivities{Config: cfg, Temporal: cl})
-	w.RegisterActivity(&activities.SlotActivities{Temporal: cl})
-	w.RegisterActivity(&activities.IntentActivities{Temporal: cl})
+	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
+	w.RegisterActivity(&runact.GitActivities{Config: cfg})
+	w.RegisterActivity(&slotact.Activities{Temporal: cl})
+	w.RegisterActivity(&accountact.Activities{Temporal: cl})
+	w.RegisterActivity(&intentact.Activities{Temporal: cl})
 	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	logger.Info("worker starting", "temporal", conn, "host", host,

@@ -1,17 +1,16 @@
 package flowkit
 
 import (
+	"karvi-edda-temporal/activities/taskact"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"karvi-edda-temporal/activities"
 )
 
 // notifier holds the Notify activity, referenced by its method so the
 // name stays the one the worker registers.
-var notifier *activities.Activities
+var notifier *taskact.Activities
 
 // versionNotifyEnds names the change that sends the blocked, host_lost and
 // run_ended notifications. Histories recorded before it replay without
@@ -26,7 +25,7 @@ func NotifyOn(ctx workflow.Context) bool {
 }
 
 // QueueNotification hands one event to the worker's webhook notifier.
-func QueueNotification(ctx workflow.Context, req activities.NotifyRequest) {
+func QueueNotification(ctx workflow.Context, req taskact.NotifyRequest) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		Summary: req.Kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},

@@ -10,14 +10,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/intentact"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/workflows/flowkit"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // intentActs is only used for its method values, as acts is.
-var intentActs *activities.IntentActivities
+var intentActs *intentact.Activities
 
 // scheduledStartTime is set by a schedule on every workflow it starts: the
 // fire's time (a trigger's is the moment it was asked for).
@@ -200,9 +200,9 @@ func (f *fire) runTarget(rec *intent.FireRecord) (stop bool, err error) {
 // cancelled or terminated).
 func (f *fire) once() (o intent.Outcome, problem string, err error) {
 	t := f.spec.Target
-	var started activities.StartTargetResult
+	var started intentact.StartTargetResult
 	err = workflow.ExecuteActivity(startTargetOptions(f.ctx, "Start "+t.String()), intentActs.StartTarget,
-		activities.StartTargetRequest{Intent: f.spec.Name, FireID: f.id, Target: t, TaskQueue: f.queue,
+		intentact.StartTargetRequest{Intent: f.spec.Name, FireID: f.id, Target: t, TaskQueue: f.queue,
 			NextAttempt: f.st.LastAttempt + 1}).Get(f.ctx, &started)
 	if err != nil {
 		if temporal.IsCanceledError(err) {
@@ -221,9 +221,9 @@ func (f *fire) once() (o intent.Outcome, problem string, err error) {
 		what += ", left running by an earlier fire"
 	}
 	f.doing(fmt.Sprintf("waiting for %s (%s)", t, what))
-	var res activities.AwaitTargetResult
+	var res intentact.AwaitTargetResult
 	err = workflow.ExecuteActivity(flowkit.AwaitOptions(f.ctx, "Wait for "+t.String()+" ("+what+")"), intentActs.AwaitTarget,
-		activities.AwaitTargetRequest{Target: t, WorkflowID: started.WorkflowID, RunID: started.RunID}).Get(f.ctx, &res)
+		intentact.AwaitTargetRequest{Target: t, WorkflowID: started.WorkflowID, RunID: started.RunID}).Get(f.ctx, &res)
 	switch {
 	case err != nil && temporal.IsCanceledError(err):
 		return o, "", err
@@ -237,8 +237,8 @@ func (f *fire) once() (o intent.Outcome, problem string, err error) {
 	return o, "", nil
 }
 
-func (f *fire) inspect() (activities.IntentSchedule, error) {
-	var s activities.IntentSchedule
+func (f *fire) inspect() (intentact.IntentSchedule, error) {
+	var s intentact.IntentSchedule
 	err := workflow.ExecuteActivity(scheduleOptions(f.ctx, "Read schedule "+intentapi.ScheduleID(f.spec.Name)),
 		intentActs.InspectIntent, intentapi.ScheduleID(f.spec.Name)).Get(f.ctx, &s)
 	return s, err
@@ -246,7 +246,7 @@ func (f *fire) inspect() (activities.IntentSchedule, error) {
 
 func (f *fire) pause(note string) error {
 	return workflow.ExecuteActivity(scheduleOptions(f.ctx, "Pause schedule: "+clipNote(note, 100)), intentActs.PauseIntent,
-		activities.PauseRequest{ScheduleID: intentapi.ScheduleID(f.spec.Name), Note: note}).Get(f.ctx, nil)
+		intentact.PauseRequest{ScheduleID: intentapi.ScheduleID(f.spec.Name), Note: note}).Get(f.ctx, nil)
 }
 
 func (f *fire) ended(rec intent.FireRecord) intent.FireRecord {

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/intentact"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
@@ -60,7 +60,7 @@ func newFireEnv(t *testing.T, late time.Duration, prev *intent.State) *fireEnv {
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := &fireEnv{TestWorkflowEnvironment: suite.NewTestWorkflowEnvironment()}
 	env.RegisterWorkflow(IntentFireWorkflow)
-	env.RegisterActivity(&activities.IntentActivities{})
+	env.RegisterActivity(&intentact.Activities{})
 	env.SetStartTime(fireTime.Add(late))
 	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(scheduledStartTime.ValueSet(fireTime))))
 	if prev != nil {
@@ -72,7 +72,7 @@ func newFireEnv(t *testing.T, late time.Duration, prev *intent.State) *fireEnv {
 		env.mu.Unlock()
 	})
 	env.OnActivity(intentActs.PauseIntent, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.PauseRequest) error {
+		func(_ context.Context, req intentact.PauseRequest) error {
 			env.note("pause")
 			env.mu.Lock()
 			env.pauses = append(env.pauses, req.Note)
@@ -100,27 +100,27 @@ func (e *fireEnv) run(t *testing.T, spec intent.Spec) intent.State {
 
 func (e *fireEnv) startsTarget(workflowID string, attempt int) {
 	e.OnActivity(intentActs.StartTarget, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartTargetRequest) (activities.StartTargetResult, error) {
+		func(_ context.Context, req intentact.StartTargetRequest) (intentact.StartTargetResult, error) {
 			e.note("start")
-			return activities.StartTargetResult{WorkflowID: workflowID, RunID: "r1", Attempt: max(attempt, req.NextAttempt)}, nil
+			return intentact.StartTargetResult{WorkflowID: workflowID, RunID: "r1", Attempt: max(attempt, req.NextAttempt)}, nil
 		})
 }
 
 func (e *fireEnv) targetEnds(outcomes ...intent.Outcome) {
 	n := 0
 	e.OnActivity(intentActs.AwaitTarget, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.AwaitTargetRequest) (activities.AwaitTargetResult, error) {
+		func(_ context.Context, req intentact.AwaitTargetRequest) (intentact.AwaitTargetResult, error) {
 			e.note("await")
 			o := outcomes[min(n, len(outcomes)-1)]
 			n++
 			o.WorkflowID = req.WorkflowID
-			return activities.AwaitTargetResult{Outcome: &o}, nil
+			return intentact.AwaitTargetResult{Outcome: &o}, nil
 		})
 }
 
-func (e *fireEnv) schedule(s activities.IntentSchedule) {
+func (e *fireEnv) schedule(s intentact.IntentSchedule) {
 	e.OnActivity(intentActs.InspectIntent, mock.Anything, mock.Anything).Return(
-		func(context.Context, string) (activities.IntentSchedule, error) {
+		func(context.Context, string) (intentact.IntentSchedule, error) {
 			e.note("inspect")
 			return s, nil
 		})
@@ -156,10 +156,10 @@ func TestFireRunsItsTargetAndConverges(t *testing.T) {
 func TestFireBlockedOutcomeIsARunNotAnError(t *testing.T) {
 	env := newFireEnv(t, 0, &intent.State{Status: intent.StatusActive, Runs: 2, LastAttempt: 2})
 	env.OnActivity(intentActs.StartTarget, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartTargetRequest) (activities.StartTargetResult, error) {
+		func(_ context.Context, req intentact.StartTargetRequest) (intentact.StartTargetResult, error) {
 			require.Equal(t, 3, req.NextAttempt, "one past the intent's last attempt")
 			env.note("start")
-			return activities.StartTargetResult{WorkflowID: "karvi-task-T42", RunID: "r", Attempt: req.NextAttempt}, nil
+			return intentact.StartTargetResult{WorkflowID: "karvi-task-T42", RunID: "r", Attempt: req.NextAttempt}, nil
 		})
 	env.targetEnds(blocked)
 	st := env.run(t, testIntent(t, intent.Request{Until: "task_completed"}))
@@ -176,12 +176,12 @@ func TestFireBlockedOutcomeIsARunNotAnError(t *testing.T) {
 func TestFireBacksOffThenOpensTheCircuit(t *testing.T) {
 	env := newFireEnv(t, 0, nil)
 	env.OnActivity(intentActs.StartTarget, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.StartTargetRequest) (activities.StartTargetResult, error) {
+		func(context.Context, intentact.StartTargetRequest) (intentact.StartTargetResult, error) {
 			env.note("start")
-			return activities.StartTargetResult{}, temporal.NewNonRetryableApplicationError(
-				"task T42 already has a running workflow karvi-task-T42 (run x) that intent t5-every-10s did not start", activities.ErrTargetBusy, nil)
+			return intentact.StartTargetResult{}, temporal.NewNonRetryableApplicationError(
+				"task T42 already has a running workflow karvi-task-T42 (run x) that intent t5-every-10s did not start", intentact.ErrTargetBusy, nil)
 		})
-	env.schedule(activities.IntentSchedule{Exists: true})
+	env.schedule(intentact.IntentSchedule{Exists: true})
 	st := env.run(t, testIntent(t, intent.Request{}))
 
 	require.Equal(t, []string{"start", "inspect", "start", "inspect", "start", "pause"}, env.calls)
@@ -202,15 +202,15 @@ func TestFireTargetFailureThenSuccess(t *testing.T) {
 	env.startsTarget("karvi-task-T42", 1)
 	n := 0
 	env.OnActivity(intentActs.AwaitTarget, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.AwaitTargetRequest) (activities.AwaitTargetResult, error) {
+		func(context.Context, intentact.AwaitTargetRequest) (intentact.AwaitTargetResult, error) {
 			env.note("await")
 			if n++; n == 1 {
-				return activities.AwaitTargetResult{Failure: "karvi-task-T42 ended without a result: invalid dispatch plan"}, nil
+				return intentact.AwaitTargetResult{Failure: "karvi-task-T42 ended without a result: invalid dispatch plan"}, nil
 			}
 			o := blocked
-			return activities.AwaitTargetResult{Outcome: &o}, nil
+			return intentact.AwaitTargetResult{Outcome: &o}, nil
 		})
-	env.schedule(activities.IntentSchedule{Exists: true})
+	env.schedule(intentact.IntentSchedule{Exists: true})
 	st := env.run(t, testIntent(t, intent.Request{}))
 	require.Equal(t, []string{"start", "await", "inspect", "start", "await"}, env.calls)
 	require.Equal(t, 1, st.Errors)
@@ -224,11 +224,11 @@ func TestFireTargetFailureThenSuccess(t *testing.T) {
 func TestFireDoesNotRetryOncePaused(t *testing.T) {
 	env := newFireEnv(t, 0, nil)
 	env.OnActivity(intentActs.StartTarget, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.StartTargetRequest) (activities.StartTargetResult, error) {
+		func(context.Context, intentact.StartTargetRequest) (intentact.StartTargetResult, error) {
 			env.note("start")
-			return activities.StartTargetResult{}, temporal.NewNonRetryableApplicationError("busy", activities.ErrTargetBusy, nil)
+			return intentact.StartTargetResult{}, temporal.NewNonRetryableApplicationError("busy", intentact.ErrTargetBusy, nil)
 		})
-	env.schedule(activities.IntentSchedule{Exists: true, Paused: true, Note: "paused by ana"})
+	env.schedule(intentact.IntentSchedule{Exists: true, Paused: true, Note: "paused by ana"})
 	st := env.run(t, testIntent(t, intent.Request{}))
 	require.Equal(t, []string{"start", "inspect"}, env.calls)
 	require.Equal(t, intent.ResultHeld, st.Recent[0].Result)
@@ -254,7 +254,7 @@ func TestFireDefersTheOverflow(t *testing.T) {
 	env := newFireEnv(t, 4*time.Second, &intent.State{Status: intent.StatusActive, BusyUntil: fireTime.Add(-time.Minute)})
 	env.startsTarget("karvi-task-T42", 1)
 	env.targetEnds(blocked)
-	env.schedule(activities.IntentSchedule{Exists: true, MissedCatchUpWindow: 2})
+	env.schedule(intentact.IntentSchedule{Exists: true, MissedCatchUpWindow: 2})
 	st := env.run(t, testIntent(t, intent.Request{Overflow: "defer", MinInterval: 3 * time.Second}))
 
 	require.Equal(t, []string{"inspect", "start", "await", "start", "await"}, env.calls)

@@ -1,12 +1,11 @@
 package intentflow
 
 import (
+	"karvi-edda-temporal/activities/intentact"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-
-	"karvi-edda-temporal/activities"
 )
 
 // The fire workflow's timeouts and retry policies, in one place like the
@@ -26,7 +25,7 @@ func startTargetOptions(ctx workflow.Context, summary string) workflow.Context {
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTargetBusy, activities.ErrBadTarget},
+			NonRetryableErrorTypes: []string{intentact.ErrTargetBusy, intentact.ErrBadTarget},
 		},
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
@@ -43,26 +43,26 @@ func gitRun(t *testing.T, prepareFails bool, worktreeFails, mergeFails string) (
 		return temporal.NewNonRetryableApplicationError(what+": git exited 128", "GitFailed", nil)
 	}
 	env.OnActivity(gitActs.PrepareRepo, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.PrepareRepoRequest) (activities.PrepareRepoResult, error) {
+		func(_ context.Context, req runact.PrepareRepoRequest) (runact.PrepareRepoResult, error) {
 			if prepareFails {
-				return activities.PrepareRepoResult{}, broken("prepare")
+				return runact.PrepareRepoResult{}, broken("prepare")
 			}
-			return activities.PrepareRepoResult{Repo: req.Repo}, nil
+			return runact.PrepareRepoResult{Repo: req.Repo}, nil
 		})
 	env.OnActivity(gitActs.CreateWorktree, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.CreateWorktreeRequest) (activities.CreateWorktreeResult, error) {
+		func(_ context.Context, req runact.CreateWorktreeRequest) (runact.CreateWorktreeResult, error) {
 			if req.TaskID == worktreeFails {
-				return activities.CreateWorktreeResult{}, broken("worktree")
+				return runact.CreateWorktreeResult{}, broken("worktree")
 			}
-			return activities.CreateWorktreeResult{Path: "/repo/.worktrees/" + req.TaskID, RelPath: ".worktrees/" + req.TaskID,
+			return runact.CreateWorktreeResult{Path: "/repo/.worktrees/" + req.TaskID, RelPath: ".worktrees/" + req.TaskID,
 				Branch: req.FeatureBranch + "-" + req.TaskID}, nil
 		})
 	env.OnActivity(gitActs.MergeTask, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.MergeTaskRequest) (activities.MergeTaskResult, error) {
+		func(_ context.Context, req runact.MergeTaskRequest) (runact.MergeTaskResult, error) {
 			if strings.HasSuffix(req.Branch, "-"+mergeFails) {
-				return activities.MergeTaskResult{}, broken("merge")
+				return runact.MergeTaskResult{}, broken("merge")
 			}
-			return activities.MergeTaskResult{Merged: true}, nil
+			return runact.MergeTaskResult{Merged: true}, nil
 		})
 	env.OnActivity(gitActs.RemoveWorktree, mock.Anything, mock.Anything).Return(nil)
 	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Repo: filepath.Join(root, "repo"),

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
@@ -20,10 +20,11 @@ func TestRunEndedNotifiesOnceWithCounts(t *testing.T) {
 	f := &fakeTasks{fail: map[string]bool{"e": true}}
 	env, _ := runEnv(t, f)
 	var mu sync.Mutex
-	var notes []activities.NotifyRequest
-	env.RegisterActivity(gitActs)
-	env.OnActivity(gitActs.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.NotifyRequest) error {
+	var notes []taskact.NotifyRequest
+	var notifier *taskact.Activities // the webhook's activity, as flowkit queues it
+	env.RegisterActivity(notifier)
+	env.OnActivity(notifier.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req taskact.NotifyRequest) error {
 			mu.Lock()
 			defer mu.Unlock()
 			notes = append(notes, req)

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
 )
@@ -26,7 +27,7 @@ func runStatusOptions(ctx workflow.Context, doc runstatus.Status) workflow.Conte
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrBadRunStatus},
+			NonRetryableErrorTypes: []string{runact.ErrBadRunStatus},
 		},
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
@@ -20,7 +21,7 @@ import (
 )
 
 // runActs is only used for its method values, like acts.
-var runActs *activities.RunActivities
+var runActs *runact.Activities
 
 // RunWorkflow carries a run of dependent tasks to its end: it starts each
 // task as a child task workflow as soon as every task it depends on is done,
@@ -287,9 +288,9 @@ func (r *runFlow) awaitCarried() {
 		if !t.Running {
 			continue
 		}
-		attempt, req := t.Attempt, activities.AwaitTaskRequest{WorkflowID: runapi.TaskWorkflowID(id), RunID: t.RunID}
+		attempt, req := t.Attempt, runact.AwaitTaskRequest{WorkflowID: runapi.TaskWorkflowID(id), RunID: t.RunID}
 		workflow.Go(r.ctx, func(gctx workflow.Context) {
-			var res activities.AwaitTaskResult
+			var res runact.AwaitTaskResult
 			err := workflow.ExecuteActivity(flowkit.AwaitOptions(gctx, "Wait for task "+id), runActs.AwaitTask, req).Get(gctx, &res)
 			switch {
 			case err != nil:
@@ -508,11 +509,11 @@ func (r *runFlow) writeStatus() error {
 	if err != nil {
 		return fmt.Errorf("encode run status: %w", err)
 	}
-	req := activities.RunStatusRequest{Slug: r.run.Slug, Document: doc, Steps: r.runSteps()}
+	req := runact.RunStatusRequest{Slug: r.run.Slug, Document: doc, Steps: r.runSteps()}
 	if r.st.Repo != nil {
 		req.Repo = r.st.Repo.Path
 	}
-	var res activities.RunStatusResult
+	var res runact.RunStatusResult
 	if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
 		return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
 	}

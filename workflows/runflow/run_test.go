@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
@@ -169,7 +170,7 @@ func runEnv(t *testing.T, f *fakeTasks) (*testsuite.TestWorkflowEnvironment, str
 	env.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	root := t.TempDir()
-	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: root}})
+	env.RegisterActivity(&runact.Activities{Config: activities.Config{WorkRoot: root}})
 	return env, root
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
@@ -63,7 +64,7 @@ func TestRunDoesNotLoopATaskRefusedASlot(t *testing.T) {
 		}
 		return res, nil
 	}, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
-	env.RegisterActivity(&activities.RunActivities{Config: activities.Config{WorkRoot: t.TempDir()}})
+	env.RegisterActivity(&runact.Activities{Config: activities.Config{WorkRoot: t.TempDir()}})
 	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Pool: "agents"})
 	doc := runResult(t, env)
 	require.Equal(t, runstatus.RunPartial, doc.Status)

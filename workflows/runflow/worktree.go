@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/internal/worktree"
 	"karvi-edda-temporal/runstatus"
@@ -14,7 +14,7 @@ import (
 
 // gitActs holds the git activities, referenced by method so their names
 // stay the ones the worker registers.
-var gitActs *activities.Activities
+var gitActs *runact.GitActivities
 
 // When a run works in a git repository, each task works on a worktree of
 // its own, branched from the feature branch once its dependencies merged;
@@ -56,9 +56,9 @@ func (r *runFlow) prepareRepo() error {
 	if repo == nil || repo.Prepared {
 		return nil
 	}
-	var res activities.PrepareRepoResult
+	var res runact.PrepareRepoResult
 	err := workflow.ExecuteActivity(gitOptions(r.ctx, "Prepare branch "+repo.FeatureBranch), gitActs.PrepareRepo,
-		activities.PrepareRepoRequest{Repo: repo.Path, FeatureBranch: repo.FeatureBranch}).Get(r.ctx, &res)
+		runact.PrepareRepoRequest{Repo: repo.Path, FeatureBranch: repo.FeatureBranch}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("run %s: repository %s: %w", r.run.Slug, repo.Path, err)
 	}
@@ -74,9 +74,9 @@ func (r *runFlow) prepareWorktree(id string) error {
 	if repo == nil || t.Worktree != "" {
 		return nil
 	}
-	var res activities.CreateWorktreeResult
+	var res runact.CreateWorktreeResult
 	err := workflow.ExecuteActivity(gitOptions(r.ctx, "Create worktree for "+id), gitActs.CreateWorktree,
-		activities.CreateWorktreeRequest{Repo: repo.Path, Slug: r.run.Slug, TaskID: id, FeatureBranch: repo.FeatureBranch}).Get(r.ctx, &res)
+		runact.CreateWorktreeRequest{Repo: repo.Path, Slug: r.run.Slug, TaskID: id, FeatureBranch: repo.FeatureBranch}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("task %s: worktree: %w", id, err)
 	}
@@ -113,9 +113,9 @@ func (r *runFlow) mergeCompleted() error {
 
 func (r *runFlow) merge(id string) error {
 	repo, t := r.st.Repo, r.st.Tasks[id]
-	var res activities.MergeTaskResult
+	var res runact.MergeTaskResult
 	err := workflow.ExecuteActivity(gitOptions(r.ctx, "Merge "+t.Branch+" into "+repo.FeatureBranch), gitActs.MergeTask,
-		activities.MergeTaskRequest{Repo: repo.Path, Slug: r.run.Slug, FeatureBranch: repo.FeatureBranch, Branch: t.Branch,
+		runact.MergeTaskRequest{Repo: repo.Path, Slug: r.run.Slug, FeatureBranch: repo.FeatureBranch, Branch: t.Branch,
 			Message: fmt.Sprintf("Merge task %s of run %s", id, r.run.Slug)}).Get(r.ctx, &res)
 	if err != nil {
 		return fmt.Errorf("task %s: merge %s: %w", id, t.Branch, err)
@@ -148,7 +148,7 @@ func (r *runFlow) merge(id string) error {
 
 func (r *runFlow) removeWorktree(what, path string) error {
 	err := workflow.ExecuteActivity(gitOptions(r.ctx, "Remove worktree of "+what), gitActs.RemoveWorktree,
-		activities.RemoveWorktreeRequest{Repo: r.st.Repo.Path, Path: path}).Get(r.ctx, nil)
+		runact.RemoveWorktreeRequest{Repo: r.st.Repo.Path, Path: path}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", path, err)
 	}

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
@@ -18,7 +18,7 @@ import (
 )
 
 // slotActs is only used for its method values, like acts.
-var slotActs *activities.SlotActivities
+var slotActs *slotact.Activities
 
 // defaultPoolContinueAsNewAfter bounds a pool's history when Temporal does
 // not suggest continuing sooner: every grant costs a handful of events
@@ -96,7 +96,7 @@ type poolSend struct {
 
 func newPoolFlow(ctx workflow.Context, in slotapi.PoolInput) (*poolFlow, error) {
 	if err := slots.ValidPoolName(in.Pool); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadSlotRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), slotact.ErrBadSlotRequest, err)
 	}
 	p := &poolFlow{ctx: ctx, log: workflow.GetLogger(ctx), name: in.Pool, in: in}
 	if len(in.Resume) > 0 {
@@ -112,7 +112,7 @@ func newPoolFlow(ctx workflow.Context, in slotapi.PoolInput) (*poolFlow, error) 
 		limits = *in.Limits
 	}
 	if err := limits.Validate(); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrBadSlotRequest, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), slotact.ErrBadSlotRequest, err)
 	}
 	p.st.Pool = slots.New(limits)
 	p.setCheckEvery(in.CheckEvery)
@@ -279,7 +279,7 @@ func (p *poolFlow) startCheck() {
 	if p.check != nil || len(p.st.Pool.Holders) == 0 || workflow.Now(p.ctx).Before(p.nextCheck()) {
 		return
 	}
-	req := activities.CheckHoldersRequest{Pool: p.name, Holders: append([]slots.Holder(nil), p.st.Pool.Holders...)}
+	req := slotact.CheckHoldersRequest{Pool: p.name, Holders: append([]slots.Holder(nil), p.st.Pool.Holders...)}
 	p.check = workflow.ExecuteActivity(checkHoldersOptions(p.ctx, fmt.Sprintf("check the %d holders of pool %s", len(req.Holders), p.name)),
 		slotActs.CheckHolders, req)
 }
@@ -294,7 +294,7 @@ func (p *poolFlow) checked(f workflow.Future) {
 	p.check = nil
 	now := workflow.Now(p.ctx)
 	p.st.LastCheck = now
-	var res activities.CheckHoldersResult
+	var res slotact.CheckHoldersResult
 	if err := f.Get(p.ctx, &res); err != nil {
 		p.log.Warn("holders not checked", "error", err)
 		return

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
@@ -45,14 +45,14 @@ func newPoolWorld(t *testing.T) *poolWorld {
 	env.RegisterWorkflowWithOptions(SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
 	env.RegisterActivity(slotActs)
 	env.OnActivity(slotActs.CheckHolders, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.CheckHoldersRequest) (activities.CheckHoldersResult, error) {
+		func(_ context.Context, req slotact.CheckHoldersRequest) (slotact.CheckHoldersResult, error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.checks++
-			var res activities.CheckHoldersResult
+			var res slotact.CheckHoldersResult
 			for _, h := range req.Holders {
 				if w.closed[h.Key.Task] {
-					res.Closed = append(res.Closed, activities.ClosedHolder{Key: h.Key, Why: "terminated"})
+					res.Closed = append(res.Closed, slotact.ClosedHolder{Key: h.Key, Why: "terminated"})
 				} else {
 					res.Running = append(res.Running, h.Key)
 				}

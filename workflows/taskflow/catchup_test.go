@@ -11,7 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -70,9 +70,9 @@ func TestSettleAfterHostLossKeepsWhatWasDelivered(t *testing.T) {
 		return nil
 	}
 	f.register(env)
-	real := &activities.Activities{Sink: mergedSink{f}}
+	real := &taskact.Activities{Sink: mergedSink{f}}
 	env.OnActivity(acts.CatchUpBrief, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, req activities.CatchUpRequest) (activities.CatchUpResult, error) {
+		func(ctx context.Context, req taskact.CatchUpRequest) (taskact.CatchUpResult, error) {
 			return real.CatchUpBrief(ctx, req)
 		}).Maybe()
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})

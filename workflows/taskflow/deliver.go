@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -41,7 +41,7 @@ func (r *taskRun) startAttempt() error {
 			return nil
 		}
 	}
-	var res activities.StartAttemptResult
+	var res taskact.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	r.stepAttemptStarted()
 	wait := r.pollWait()
@@ -50,7 +50,7 @@ func (r *taskRun) startAttempt() error {
 		every = c
 	}
 	stream := r.streamFor()
-	req := activities.StartAttemptRequest{
+	req := taskact.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
 		Stream: stream, WatchLimits: r.limitsOn,
 	}
@@ -61,7 +61,7 @@ func (r *taskRun) startAttempt() error {
 	r.pinHost(res.Host)
 	a.Plan = &res.Plan
 	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, res.Plan.Summary)
-	a.Cursor = activities.TailCursor{}
+	a.Cursor = taskact.TailCursor{}
 	a.LastEventAt = workflow.Now(r.ctx)
 	r.st.TaskStatus = mapping.TaskDispatched
 	if res.SinkProblem != "" {
@@ -136,12 +136,12 @@ func (r *taskRun) deliver() error {
 		// delivery sees the conductor gone and reads its log to the end.
 		stop := fmt.Sprintf("interrupt conductor %s (usage limit on account %s)", a.PlanName(), account.Account)
 		err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
-			activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+			taskact.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 		if err != nil && !isHostLost(err) {
 			return fmt.Errorf("interrupt conductor of %s: %w", a.PlanName(), err)
 		}
 	}
-	var res activities.DeliverResult
+	var res taskact.DeliverResult
 	if err := fut.Get(r.ctx, &res); err != nil {
 		if isHostLost(err) {
 			r.loseHost()
@@ -160,7 +160,7 @@ func (r *taskRun) deliver() error {
 		return nil
 	}
 	if account != nil && res.Limit == nil && (a.Outcome == nil || a.Outcome.TaskStatus != mapping.TaskCompleted) {
-		res.Limit = &activities.UsageLimit{Phase: r.currentPhase(), ResetAt: account.ResetAt,
+		res.Limit = &taskact.UsageLimit{Phase: r.currentPhase(), ResetAt: account.ResetAt,
 			Source: account.Source, Text: account.Text}
 		return r.pauseOnLimit(res, account)
 	}
@@ -170,7 +170,7 @@ func (r *taskRun) deliver() error {
 // afterCheckpoint decides what a checkpoint means for the attempt: a
 // terminal event or the conductor's exit ends it; a conductor silent past
 // its plan's timeout is stopped.
-func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
+func (r *taskRun) afterCheckpoint(res taskact.DeliverResult) error {
 	a := &r.st.Current
 	if r.limitsOn && res.Limit != nil {
 		return r.pauseOnLimit(res, nil)
@@ -192,22 +192,22 @@ func (r *taskRun) afterCheckpoint(res activities.DeliverResult) error {
 	return r.stopIfSilent()
 }
 
-func (r *taskRun) deliverRequest(wait time.Duration) activities.DeliverRequest {
+func (r *taskRun) deliverRequest(wait time.Duration) taskact.DeliverRequest {
 	a := &r.st.Current
-	return activities.DeliverRequest{
+	return taskact.DeliverRequest{
 		TaskID: r.st.Dispatch.TaskID, Plan: *a.Plan, Handle: *a.Conductor,
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
 		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
 		Job:        a.Job,
 		Stream:     r.streamFor(),
-		LimitWatch: activities.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
+		LimitWatch: taskact.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
 		StallWatch: r.stallWatch(),
 	}
 }
 
 // checkpoint records what a delivery did.
-func (r *taskRun) checkpoint(res activities.DeliverResult) {
+func (r *taskRun) checkpoint(res taskact.DeliverResult) {
 	a := &r.st.Current
 	a.Cursor = res.Next
 	a.Brief = res.Brief
@@ -255,7 +255,7 @@ func (r *taskRun) abortConductor() error {
 	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
 	stream := r.streamFor()
 	err := workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.AbortConductor,
-		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: stream}).Get(r.ctx, nil)
+		taskact.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor, Stream: stream}).Get(r.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
@@ -281,7 +281,7 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 			}
 		}
 		if a.Conductor != nil {
-			var res activities.DeliverResult
+			var res taskact.DeliverResult
 			req := r.deliverRequest(0)
 			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &res)
 			switch {
@@ -305,8 +305,8 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 }
 
 // statusBase is what every status write of this task carries.
-func (r *taskRun) statusBase() activities.TaskStatusUpdate {
-	return activities.TaskStatusUpdate{
+func (r *taskRun) statusBase() taskact.TaskStatusUpdate {
+	return taskact.TaskStatusUpdate{
 		PlanID:   r.st.Dispatch.PlanID,
 		PlanName: r.st.Current.PlanName(),
 		AskedAt:  workflow.Now(r.ctx).UTC().Format(time.RFC3339),
@@ -333,9 +333,9 @@ func (r *taskRun) catchUp() {
 	if workflow.GetVersion(r.ctx, catchUpChange, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	var res activities.CatchUpResult
+	var res taskact.CatchUpResult
 	err := workflow.ExecuteActivity(catchUpOptions(r.ctx, "read what the sink holds of "+a.PlanName()),
-		acts.CatchUpBrief, activities.CatchUpRequest{TaskID: r.st.Dispatch.TaskID, Brief: a.Brief}).Get(r.ctx, &res)
+		acts.CatchUpBrief, taskact.CatchUpRequest{TaskID: r.st.Dispatch.TaskID, Brief: a.Brief}).Get(r.ctx, &res)
 	if err != nil {
 		r.log.Warn("the sink's brief could not be read; settling from the checkpoint", "error", err)
 		return
@@ -357,7 +357,7 @@ func catchUpOptions(ctx workflow.Context, summary string) workflow.Context {
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Second,
 			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrSinkRejected, activities.ErrNoBrief},
+			NonRetryableErrorTypes: []string{taskact.ErrSinkRejected, taskact.ErrNoBrief},
 		},
 	})
 }

@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -193,7 +193,7 @@ func patchSummary(patches []mapping.Patch, logEntries int) string {
 	return taskapi.Cut(fmt.Sprintf("%s (%s), log %d entries", n, strings.Join(types, ", "), logEntries), summaryRunes)
 }
 
-func statusSummary(u activities.TaskStatusUpdate) string {
+func statusSummary(u taskact.TaskStatusUpdate) string {
 	s := "status " + string(u.Status)
 	if u.Reason != "" {
 		s += ": " + u.Reason

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -89,8 +89,8 @@ func (rd *reader) read(ctx workflow.Context, req taskapi.EventsRead) (taskapi.Ev
 	rd.reads++
 	wait := min(max(req.Wait, 0), taskapi.MaxEventsWait)
 	summary := fmt.Sprintf("read events of task %s from byte %d", rd.taskID, req.Offset)
-	var res activities.ReadEventsResult
-	err := workflow.ExecuteActivity(readOptions(ctx, wait, summary), acts.ReadEvents, activities.ReadEventsRequest{
+	var res taskact.ReadEventsResult
+	err := workflow.ExecuteActivity(readOptions(ctx, wait, summary), acts.ReadEvents, taskact.ReadEventsRequest{
 		RunID: rd.runID, Offset: req.Offset, MaxWait: wait, MaxBytes: req.MaxBytes,
 	}).Get(ctx, &res)
 	if err != nil {

@@ -13,20 +13,20 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // readLog records the reads that reached a worker.
 type readLog struct {
 	mu   sync.Mutex
-	reqs []activities.ReadEventsRequest
+	reqs []taskact.ReadEventsRequest
 }
 
-func (l *readLog) all() []activities.ReadEventsRequest {
+func (l *readLog) all() []taskact.ReadEventsRequest {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]activities.ReadEventsRequest(nil), l.reqs...)
+	return append([]taskact.ReadEventsRequest(nil), l.reqs...)
 }
 
 func newEventsEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *readLog) {
@@ -37,11 +37,11 @@ func newEventsEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *readLog) {
 	// A stream of 3-byte lines "e0\n", "e1\n", ...: a page is the line at
 	// the offset.
 	env.OnActivity(acts.ReadEvents, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.ReadEventsRequest) (activities.ReadEventsResult, error) {
+		func(_ context.Context, req taskact.ReadEventsRequest) (taskact.ReadEventsResult, error) {
 			reqs.mu.Lock()
 			defer reqs.mu.Unlock()
 			reqs.reqs = append(reqs.reqs, req)
-			return activities.ReadEventsResult{Lines: []string{fmt.Sprintf("e%d", req.Offset/3)}, Next: req.Offset + 3}, nil
+			return taskact.ReadEventsResult{Lines: []string{fmt.Sprintf("e%d", req.Offset/3)}, Next: req.Offset + 3}, nil
 		})
 	return env, reqs
 }
@@ -125,11 +125,11 @@ func TestEventsWorkflowRefusesReadsOnceRenewing(t *testing.T) {
 	served := 0
 	var mu sync.Mutex
 	env.OnActivity(acts.ReadEvents, mock.Anything, mock.Anything).After(10 * time.Second).Return(
-		func(_ context.Context, req activities.ReadEventsRequest) (activities.ReadEventsResult, error) {
+		func(_ context.Context, req taskact.ReadEventsRequest) (taskact.ReadEventsResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			served++
-			return activities.ReadEventsResult{Next: req.Offset}, nil
+			return taskact.ReadEventsResult{Next: req.Offset}, nil
 		})
 	first := make([]updateResult, readerMaxReads)
 	late := make([]updateResult, 120)

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -47,16 +47,16 @@ const versionClaimHost = 4
 // host that does not take the start within the grace is given up before
 // anything ran there (its fence stops what it may have started, should it
 // come back), and another host is claimed.
-func (r *taskRun) runStart(ctx workflow.Context, req activities.StartAttemptRequest, res *activities.StartAttemptResult) error {
+func (r *taskRun) runStart(ctx workflow.Context, req taskact.StartAttemptRequest, res *taskact.StartAttemptResult) error {
 	if !r.claimsHost {
 		return workflow.ExecuteActivity(ctx, acts.StartAttempt, req).Get(r.ctx, res)
 	}
 	a := &r.st.Current
 	for {
-		var claim activities.ClaimHostResult
+		var claim taskact.ClaimHostResult
 		summary := fmt.Sprintf("claim a host for attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 		err := workflow.ExecuteActivity(claimOptions(r.ctx, summary), acts.ClaimHost,
-			activities.ClaimHostRequest{TaskID: r.st.Dispatch.TaskID, Attempt: a.N}).Get(r.ctx, &claim)
+			taskact.ClaimHostRequest{TaskID: r.st.Dispatch.TaskID, Attempt: a.N}).Get(r.ctx, &claim)
 		if err != nil {
 			return fmt.Errorf("claim a host: %w", err)
 		}

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -314,7 +314,7 @@ func TestTheHostCrossesContinueAsNew(t *testing.T) {
 }
 
 func TestRenderDetailsNamesTheHost(t *testing.T) {
-	plan := activities.PlanInfo{Summary: mapping.PlanSummary{Name: mapping.PlanName("T5", 2), PhaseIDs: []string{"implement"}}}
+	plan := taskact.PlanInfo{Summary: mapping.PlanSummary{Name: mapping.PlanName("T5", 2), PhaseIDs: []string{"implement"}}}
 	st := State{Dispatch: mapping.DispatchPlan{TaskID: "T5"},
 		Current: Attempt{N: 2, Stage: taskapi.StageRunning, Host: "h2", Plan: &plan, Brief: mapping.NewBriefState("T5", plan.Summary)}}
 	require.Contains(t, renderDetails(&st), "\nplan `karvi-t5-020d01-r2` on host h2 · 0 of 1 phases done\n")

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -17,7 +17,7 @@ import (
 
 // fakeTally is the fake delivery's job view: the checkpoint's tally with
 // the polled events folded in, as the real tail does.
-func fakeTally(req activities.DeliverRequest, evs []mapping.Event) *jobview.Tally {
+func fakeTally(req taskact.DeliverRequest, evs []mapping.Event) *jobview.Tally {
 	t := req.Job.Clone()
 	if t == nil {
 		t = jobview.NewTally(jobview.Seed{PhaseIDs: req.Plan.Summary.PhaseIDs, Worktree: req.Plan.Cwd})
@@ -128,11 +128,11 @@ func TestJobQueryWhenTheConductorCannotStart(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t}
 	env.RegisterActivity(acts)
-	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(taskact.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
-			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
-			return activities.StartAttemptResult{Plan: info, StartError: "exec: edda: not found"}, err
+		func(_ context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
+			info, err := f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+			return taskact.StartAttemptResult{Plan: info, StartError: "exec: edda: not found"}, err
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(nil)
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -20,19 +20,19 @@ import (
 
 func (r *taskRun) prepare() error {
 	a := &r.st.Current
-	var info activities.PlanInfo
+	var info taskact.PlanInfo
 	summary := fmt.Sprintf("plan attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	err := workflow.ExecuteActivity(prepareOptions(r.ctx, summary), acts.PreparePlan,
-		activities.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce}).Get(r.ctx, &info)
+		taskact.PrepareRequest{Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce}).Get(r.ctx, &info)
 	if err != nil {
 		return fmt.Errorf("prepare plan for attempt %d: %w", a.N, err)
 	}
 	a.Plan = &info
 	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, info.Summary)
-	a.Cursor = activities.TailCursor{}
+	a.Cursor = taskact.TailCursor{}
 	a.LastEventAt = workflow.Now(r.ctx)
 	r.sendPatches([]mapping.Patch{r.enc.Init(&a.Brief)})
-	if err := r.setStatus(activities.TaskStatusUpdate{
+	if err := r.setStatus(taskact.TaskStatusUpdate{
 		Status:        mapping.TaskDispatched,
 		DispatchState: mapping.DispatchStateFor(mapping.PlanPending),
 	}); err != nil {
@@ -45,12 +45,12 @@ func (r *taskRun) prepare() error {
 
 func (r *taskRun) start() error {
 	a := &r.st.Current
-	var h activities.ConductorHandle
+	var h taskact.ConductorHandle
 	err := workflow.ExecuteActivity(startOptions(r.ctx, "start conductor "+a.PlanName()), acts.StartConductor,
-		activities.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
+		taskact.StartRequest{Plan: *a.Plan}).Get(r.ctx, &h)
 	if err != nil {
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == activities.ErrConductorStart {
+		if errors.As(err, &appErr) && appErr.Type() == taskact.ErrConductorStart {
 			r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+appErr.Message()))
 			return nil
 		}
@@ -68,10 +68,10 @@ func (r *taskRun) tail() error {
 	wait := r.pollWait()
 	actCtx, cancel := workflow.WithCancel(tailOptions(r.ctx, wait, tailSummary("tail", a)))
 	defer cancel()
-	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, activities.TailRequest{
+	fut := workflow.ExecuteActivity(actCtx, acts.TailEvents, taskact.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor, MaxWait: wait})
 
-	var res activities.TailResult
+	var res taskact.TailResult
 	var tailErr error
 	got := false
 	sel := workflow.NewSelector(r.ctx)
@@ -104,7 +104,7 @@ func (r *taskRun) tail() error {
 
 // apply reduces a batch into the brief, sends the resulting patches in
 // order, and notes a terminal event's outcome.
-func (r *taskRun) apply(res activities.TailResult) {
+func (r *taskRun) apply(res taskact.TailResult) {
 	a := &r.st.Current
 	a.Cursor = res.Next
 	if res.Exited {
@@ -140,7 +140,7 @@ func (r *taskRun) apply(res activities.TailResult) {
 	r.showDetails()
 	r.sendPatches(patches)
 	if started && r.st.TaskStatus != mapping.TaskInProgress && a.Outcome == nil {
-		if err := r.setStatus(activities.TaskStatusUpdate{
+		if err := r.setStatus(taskact.TaskStatusUpdate{
 			Status:        mapping.TaskInProgress,
 			DispatchState: mapping.DispatchStateFor(mapping.PlanRunning),
 		}); err != nil {
@@ -160,13 +160,13 @@ func (r *taskRun) stopConductorV1() (*mapping.Outcome, error) {
 	}
 	stop := fmt.Sprintf("stop conductor %s (process group %d)", a.PlanName(), a.Conductor.PGID)
 	err := workflow.ExecuteActivity(abortOptions(r.ctx, stop), acts.AbortConductor,
-		activities.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+		taskact.AbortRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("stop conductor of %s: %w", a.PlanName(), err)
 	}
 	// The process group is gone: one more read drains the log to its end.
-	var res activities.TailResult
-	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0, tailSummary("drain", a)), acts.TailEvents, activities.TailRequest{
+	var res taskact.TailResult
+	err = workflow.ExecuteActivity(tailOptions(r.ctx, 0, tailSummary("drain", a)), acts.TailEvents, taskact.TailRequest{
 		Plan: *a.Plan, Handle: *a.Conductor, Cursor: a.Cursor}).Get(r.ctx, &res)
 	if err != nil {
 		return nil, fmt.Errorf("drain events of %s: %w", a.PlanName(), err)

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/flowkit"
 )
@@ -30,7 +30,7 @@ func (r *taskRun) notifyBlocked(o mapping.Outcome) {
 		return
 	}
 	a := &r.st.Current
-	flowkit.QueueNotification(r.ctx, activities.NotifyRequest{
+	flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
 		ID:   fmt.Sprintf("%s-blocked-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
 		Kind: "blocked", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Reason: flowkit.FirstNonBlank(o.BlockerReason, o.LastError, "task ended blocked"),
@@ -46,7 +46,7 @@ func (r *taskRun) notifyHostLost(host, reason string) {
 		return
 	}
 	a := &r.st.Current
-	flowkit.QueueNotification(r.ctx, activities.NotifyRequest{
+	flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
 		ID:   fmt.Sprintf("%s-host_lost-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
 		Kind: "host_lost", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Host: host, Reason: reason,

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -21,7 +21,7 @@ func TestBlockedTaskNotifiesOnce(t *testing.T) {
 	c.limitAgain = true
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{MaxPauses: 1, PauseWait: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
-	var blocked []activities.NotifyRequest
+	var blocked []taskact.NotifyRequest
 	for _, n := range c.notes {
 		if n.Kind == "blocked" {
 			blocked = append(blocked, n)
@@ -46,9 +46,9 @@ func TestLostHostNotifiesOnce(t *testing.T) {
 	f.gone = lostHost(func() string { return q.shared }, "h2")
 	f.register(env)
 	var mu sync.Mutex
-	var notes []activities.NotifyRequest
+	var notes []taskact.NotifyRequest
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.NotifyRequest) error {
+		func(_ context.Context, req taskact.NotifyRequest) error {
 			mu.Lock()
 			defer mu.Unlock()
 			notes = append(notes, req)

@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/workflows/flowkit"
 )
 
@@ -45,7 +47,7 @@ func startOptions(ctx workflow.Context, summary string) workflow.Context {
 			BackoffCoefficient:     2,
 			MaximumInterval:        30 * time.Second,
 			MaximumAttempts:        10,
-			NonRetryableErrorTypes: []string{activities.ErrConductorStart},
+			NonRetryableErrorTypes: []string{taskact.ErrConductorStart},
 		},
 	})
 }
@@ -82,7 +84,7 @@ func patchOptions(ctx workflow.Context, summary string) workflow.Context {
 			InitialInterval:        100 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrNoBrief, activities.ErrSinkRejected},
+			NonRetryableErrorTypes: []string{taskact.ErrNoBrief, taskact.ErrSinkRejected},
 		},
 	})
 }
@@ -97,7 +99,7 @@ func statusOptions(ctx workflow.Context, summary string) workflow.Context {
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrSinkRejected},
+			NonRetryableErrorTypes: []string{taskact.ErrSinkRejected},
 		},
 	})
 }
@@ -124,7 +126,7 @@ func abortOptions(ctx workflow.Context, summary string) workflow.Context {
 // karvi refuses is final.
 func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
 	o := deliveryOptions(wait, summary)
-	o.RetryPolicy.NonRetryableErrorTypes = []string{activities.ErrInvalidDispatch, activities.ErrSinkRejected}
+	o.RetryPolicy.NonRetryableErrorTypes = []string{activities.ErrInvalidDispatch, taskact.ErrSinkRejected}
 	return workflow.WithActivityOptions(ctx, o)
 }
 
@@ -194,7 +196,7 @@ func readOptions(ctx workflow.Context, wait time.Duration, summary string) workf
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrBadRead},
+			NonRetryableErrorTypes: []string{taskact.ErrBadRead},
 		},
 	})
 }
@@ -213,7 +215,7 @@ func acquireSlotOptions(ctx workflow.Context, summary string) workflow.Context {
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{activities.ErrBadSlotRequest},
+			NonRetryableErrorTypes: []string{slotact.ErrBadSlotRequest},
 		},
 	})
 }

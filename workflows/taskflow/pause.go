@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
@@ -32,7 +32,7 @@ const versionUsageLimits = 3
 // the end, and pauses the task until the limit's reset. from is the
 // account's notice when another task on the same account met the limit
 // (pause_account.go); nil when this task's agent met it.
-func (r *taskRun) pauseOnLimit(res activities.DeliverResult, from *accountapi.Notice) error {
+func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notice) error {
 	a := &r.st.Current
 	lim := *res.Limit
 	if !res.Exited {
@@ -84,7 +84,7 @@ func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
 	}
 	stop := fmt.Sprintf("interrupt conductor %s (%s)", a.PlanName(), why)
 	err = workflow.ExecuteActivity(r.onHost(abortOptions(r.ctx, stop)), acts.InterruptConductor,
-		activities.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
+		taskact.InterruptRequest{Plan: *a.Plan, Handle: *a.Conductor}).Get(r.ctx, nil)
 	if isHostLost(err) {
 		r.loseHost()
 		return true, nil
@@ -95,7 +95,7 @@ func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
 	// Its log to the end: the interrupted phase's failure and whatever
 	// came before it.
 	for range maxDrains {
-		var dr activities.DeliverResult
+		var dr taskact.DeliverResult
 		req := r.deliverRequest(0)
 		err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
 		if isHostLost(err) {
@@ -271,10 +271,10 @@ func (r *taskRun) resume(why string) error {
 		return nil
 	}
 	a.Resumes++
-	var res activities.ResumeResult
+	var res taskact.ResumeResult
 	summary := fmt.Sprintf("resume %s after a pause (%d)", a.PlanName(), a.Resumes)
 	err := workflow.ExecuteActivity(r.onHost(startOptions(r.ctx, summary)), acts.ResumeConductor,
-		activities.ResumeRequest{Plan: *a.Plan, Resume: a.Resumes}).Get(r.ctx, &res)
+		taskact.ResumeRequest{Plan: *a.Plan, Resume: a.Resumes}).Get(r.ctx, &res)
 	if isHostLost(err) {
 		r.loseHost()
 		return nil
@@ -311,7 +311,7 @@ func (r *taskRun) pauseStatus(state mapping.DispatchState, summary string) {
 	if r.st.TaskStatus == "" || workflow.GetVersion(r.ctx, versionPauseStatus, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	u := activities.TaskStatusUpdate{Status: r.st.TaskStatus, DispatchState: state, Reason: summary}
+	u := taskact.TaskStatusUpdate{Status: r.st.TaskStatus, DispatchState: state, Reason: summary}
 	if err := r.setStatus(u); err != nil {
 		r.log.Warn("pause not shown in the sink", "error", err)
 	}
@@ -337,7 +337,7 @@ func (r *taskRun) notify(kind, reason string, resetAt time.Time, details map[str
 		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},
 	})
-	err := workflow.ExecuteLocalActivity(ctx, acts.Notify, activities.NotifyRequest{
+	err := workflow.ExecuteLocalActivity(ctx, acts.Notify, taskact.NotifyRequest{
 		ID: id, Kind: kind, Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Reason: reason, ResetAt: resetAt, Details: details,
 	}).Get(r.ctx, nil)

@@ -7,10 +7,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
+
+// accountActs holds the account activities, referenced by method so their
+// names stay the ones the worker registers.
+var accountActs *accountact.Activities
 
 // An agent account's usage limit holds for every task whose conductors
 // run on that account: when one of them meets it, the others would meet it
@@ -71,16 +75,16 @@ func accountOptions(ctx workflow.Context, summary string) workflow.Context {
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Second,
 			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{activities.ErrBadAccount},
+			NonRetryableErrorTypes: []string{accountact.ErrBadAccount},
 		},
 	})
 }
 
-func (r *taskRun) accountUpdate(req activities.AccountRequest, what string) (accountapi.View, bool) {
+func (r *taskRun) accountUpdate(req accountact.AccountRequest, what string) (accountapi.View, bool) {
 	req.Account = r.accountKey()
 	var v accountapi.View
 	err := workflow.ExecuteActivity(accountOptions(r.ctx, fmt.Sprintf("%s on account %s", what, req.Account)),
-		slotActs.AccountUpdate, req).Get(r.ctx, &v)
+		accountActs.AccountUpdate, req).Get(r.ctx, &v)
 	if err != nil {
 		// The task goes on alone: a pause it meets is still its own.
 		r.log.Warn("agent account not reached", "account", req.Account, "what", what, "error", err)
@@ -94,7 +98,7 @@ func (r *taskRun) accountUpdate(req activities.AccountRequest, what string) (acc
 func (r *taskRun) checkAccount() error {
 	a := &r.st.Current
 	r.takeAccountNotice() // the join's answer says what they said
-	v, ok := r.accountUpdate(activities.AccountRequest{Join: &accountapi.JoinRequest{
+	v, ok := r.accountUpdate(accountact.AccountRequest{Join: &accountapi.JoinRequest{
 		Member: workflow.GetInfo(r.ctx).WorkflowExecution.ID}}, "join")
 	a.AccountChecked, a.AccountJoined = true, ok
 	if ok && v.PausedUntil.After(workflow.Now(r.ctx)) {
@@ -139,7 +143,7 @@ func (r *taskRun) reportLimit(p *taskapi.Pause) {
 		return
 	}
 	id := workflow.GetInfo(r.ctx).WorkflowExecution.ID
-	r.accountUpdate(activities.AccountRequest{
+	r.accountUpdate(accountact.AccountRequest{
 		UpdateID: fmt.Sprintf("limit/%s/%d", id, p.Count),
 		Limit: &accountapi.LimitRequest{Member: id, Task: r.st.Dispatch.TaskID, Until: p.Until,
 			ResetAt: p.ResetAt, Phase: p.Phase, Source: p.Source, Text: p.Text},

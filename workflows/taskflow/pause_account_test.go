@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
@@ -28,7 +30,7 @@ type accountRig struct {
 	env *testsuite.TestWorkflowEnvironment
 	// join is the account's answer to a join.
 	join        accountapi.View
-	accountReqs []activities.AccountRequest
+	accountReqs []accountact.AccountRequest
 	leaves      []string
 	startedAt   []time.Time
 	interrupted []time.Time
@@ -37,9 +39,9 @@ type accountRig struct {
 	releases    []slots.Key
 	notes       []string
 	statuses    []mapping.TaskStatus
-	updates     []activities.TaskStatusUpdate
+	updates     []taskact.TaskStatusUpdate
 	// ownLimit: the first attempt's first delivery meets a usage limit.
-	ownLimit *activities.UsageLimit
+	ownLimit *taskact.UsageLimit
 	// completeAtOnce: the first delivery completes the plan.
 	completeAtOnce bool
 	// costUSD: what every delivery reports spent in the first phase.
@@ -51,15 +53,16 @@ func (c *accountRig) register() {
 	f := &fakeConductor{t: t}
 	env.RegisterActivity(acts)
 	env.RegisterActivity(slotActs)
-	env.OnActivity(slotActs.AccountUpdate, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.AccountRequest) (accountapi.View, error) {
+	env.RegisterActivity(accountActs)
+	env.OnActivity(accountActs.AccountUpdate, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req accountact.AccountRequest) (accountapi.View, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.accountReqs = append(c.accountReqs, req)
 			return c.join, nil
 		})
 	env.OnActivity(slotActs.AcquireSlot, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.AcquireSlotRequest) (slots.Answer, error) {
+		func(_ context.Context, req slotact.AcquireSlotRequest) (slots.Answer, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.acquires = append(c.acquires, req.Request.Key)
@@ -79,43 +82,43 @@ func (c *accountRig) register() {
 			c.leaves = append(c.leaves, wid)
 			return nil
 		})
-	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(taskact.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
-			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+		func(_ context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
+			info, err := f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
 			if err != nil {
-				return activities.StartAttemptResult{}, err
+				return taskact.StartAttemptResult{}, err
 			}
 			c.mu.Lock()
 			c.startedAt = append(c.startedAt, env.Now())
 			c.mu.Unlock()
-			h := activities.ConductorHandle{PID: 100, PGID: 100}
-			d := activities.DeliverResult{Brief: mapping.NewBriefState(req.Dispatch.TaskID, info.Summary),
-				LimitWatch: activities.LimitWatch{WatchLimits: true, Limit: c.ownLimit}}
+			h := taskact.ConductorHandle{PID: 100, PGID: 100}
+			d := taskact.DeliverResult{Brief: mapping.NewBriefState(req.Dispatch.TaskID, info.Summary),
+				LimitWatch: taskact.LimitWatch{WatchLimits: true, Limit: c.ownLimit}}
 			if c.ownLimit != nil {
 				d.Exited = true
 			}
-			return activities.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
+			return taskact.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
 		})
 	env.OnActivity(acts.InterruptConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.InterruptRequest) error {
+		func(_ context.Context, _ taskact.InterruptRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.interrupted = append(c.interrupted, env.Now())
 			return nil
 		})
 	env.OnActivity(acts.ResumeConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, _ activities.ResumeRequest) (activities.ResumeResult, error) {
+		func(_ context.Context, _ taskact.ResumeRequest) (taskact.ResumeResult, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.resumedAt = append(c.resumedAt, env.Now())
-			return activities.ResumeResult{Conductor: &activities.ConductorHandle{PID: 200, PGID: 200}}, nil
+			return taskact.ResumeResult{Conductor: &taskact.ConductorHandle{PID: 200, PGID: 200}}, nil
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
-		func(_ context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+		func(_ context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			res := activities.DeliverResult{Brief: req.Brief, LimitWatch: activities.LimitWatch{WatchLimits: true}}
+			res := taskact.DeliverResult{Brief: req.Brief, LimitWatch: taskact.LimitWatch{WatchLimits: true}}
 			if c.costUSD > 0 {
 				res.Brief = req.Brief.Clone()
 				res.Brief.Brief.Cost.ByPhase = map[string]float64{res.Brief.PhaseOrder[0]: c.costUSD}
@@ -131,14 +134,14 @@ func (c *accountRig) register() {
 		})
 	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.NotifyRequest) error {
+		func(_ context.Context, req taskact.NotifyRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.notes = append(c.notes, req.Kind+": "+req.Reason)
 			return nil
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StatusRequest) error {
+		func(_ context.Context, req taskact.StatusRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
@@ -214,7 +217,7 @@ func TestAccountPauseHoldsANewAttempt(t *testing.T) {
 func TestOwnLimitIsReportedToTheAccount(t *testing.T) {
 	env, c := newAccountRig(t)
 	reset := env.Now().Add(time.Hour).UTC()
-	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event", Text: "You've hit your limit"}
+	c.ownLimit = &taskact.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event", Text: "You've hit your limit"}
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team",
 		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
@@ -232,7 +235,7 @@ func TestOwnLimitIsReportedToTheAccount(t *testing.T) {
 func TestPausedTaskGivesItsSlotBack(t *testing.T) {
 	env, c := newAccountRig(t)
 	reset := env.Now().Add(time.Hour).UTC()
-	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
+	c.ownLimit = &taskact.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Slots: &taskapi.SlotRequest{Pool: "solo"},
 		Tuning: &taskapi.Tuning{PauseMargin: time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
@@ -305,7 +308,7 @@ func TestPauseIsShownInTheSinkNotAsAFailure(t *testing.T) {
 	env, c := newAccountRig(t)
 	reset := time.Date(2026, 3, 10, 15, 0, 0, 0, time.UTC)
 	env.SetStartTime(reset.Add(-time.Hour))
-	c.ownLimit = &activities.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
+	c.ownLimit = &taskact.UsageLimit{Phase: "test", ResetAt: reset, Source: "sign:rate_limit_event"}
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Tuning: &taskapi.Tuning{PauseMargin: 2 * time.Minute}})
 	require.NoError(t, env.GetWorkflowError())
 	var states []string

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -23,10 +23,10 @@ type limitedConductor struct {
 	env      *testsuite.TestWorkflowEnvironment
 	f        *fakeConductor
 	resetAt  time.Time
-	resumes  []activities.ResumeRequest
+	resumes  []taskact.ResumeRequest
 	resumeAt []time.Time
 	statuses []mapping.TaskStatus
-	notes    []activities.NotifyRequest
+	notes    []taskact.NotifyRequest
 	// limitAgain: the resumed runs meet the limit again.
 	limitAgain bool
 }
@@ -35,56 +35,56 @@ func (c *limitedConductor) register(t *testing.T) {
 	env := c.env
 	c.f = &fakeConductor{t: t}
 	env.RegisterActivity(acts)
-	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(taskact.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
+		func(_ context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
 			require.True(t, req.WatchLimits, "a new task follows the transcripts")
-			info, err := c.f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+			info, err := c.f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
 			if err != nil {
-				return activities.StartAttemptResult{}, err
+				return taskact.StartAttemptResult{}, err
 			}
-			h := activities.ConductorHandle{PID: 100, PGID: 100}
-			d := activities.DeliverResult{Brief: mapping.NewBriefState(req.Dispatch.TaskID, info.Summary),
-				ConductorEnd: activities.ConductorEnd{Exited: true},
-				LimitWatch: activities.LimitWatch{WatchLimits: true,
-					Transcripts: activities.TranscriptCursor{"test-aaaaaaaa.jsonl": {Offset: 300}},
-					Limit: &activities.UsageLimit{Phase: "test", Transcript: "test-aaaaaaaa.jsonl",
+			h := taskact.ConductorHandle{PID: 100, PGID: 100}
+			d := taskact.DeliverResult{Brief: mapping.NewBriefState(req.Dispatch.TaskID, info.Summary),
+				ConductorEnd: taskact.ConductorEnd{Exited: true},
+				LimitWatch: taskact.LimitWatch{WatchLimits: true,
+					Transcripts: taskact.TranscriptCursor{"test-aaaaaaaa.jsonl": {Offset: 300}},
+					Limit: &taskact.UsageLimit{Phase: "test", Transcript: "test-aaaaaaaa.jsonl",
 						ResetAt: c.resetAt, Source: "sign:rate_limit_event", Text: "You've hit your limit"}}}
 			// What the conductor made of it: blocked, attempts spent.
 			o := mapping.PhaseFailedOutcome(mapping.PlanBlocked, "test", 3, mapping.ErrCheckFailed, "check failed")
 			d.Outcome = &o
-			return activities.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
+			return taskact.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
 		})
 	env.OnActivity(acts.ResumeConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.ResumeRequest) (activities.ResumeResult, error) {
+		func(_ context.Context, req taskact.ResumeRequest) (taskact.ResumeResult, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.resumes = append(c.resumes, req)
 			c.resumeAt = append(c.resumeAt, env.Now())
-			return activities.ResumeResult{Conductor: &activities.ConductorHandle{PID: 200, PGID: 200}, Retried: []string{"test"}}, nil
+			return taskact.ResumeResult{Conductor: &taskact.ConductorHandle{PID: 200, PGID: 200}, Retried: []string{"test"}}, nil
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
-		func(_ context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+		func(_ context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 			require.Equal(t, 300, int(req.Transcripts["test-aaaaaaaa.jsonl"].Offset), "the resumed watch starts after what was read")
 			if c.limitAgain {
-				return activities.DeliverResult{Brief: req.Brief, ConductorEnd: activities.ConductorEnd{Exited: true},
-					LimitWatch: activities.LimitWatch{WatchLimits: true, Transcripts: req.Transcripts,
-						Limit: &activities.UsageLimit{Phase: "test", Source: "sign:api_error_status"}}}, nil
+				return taskact.DeliverResult{Brief: req.Brief, ConductorEnd: taskact.ConductorEnd{Exited: true},
+					LimitWatch: taskact.LimitWatch{WatchLimits: true, Transcripts: req.Transcripts,
+						Limit: &taskact.UsageLimit{Phase: "test", Source: "sign:api_error_status"}}}, nil
 			}
 			o := mapping.CompletedOutcome()
-			return activities.DeliverResult{Brief: req.Brief, Outcome: &o,
-				ConductorEnd: activities.ConductorEnd{Exited: true}}, nil
+			return taskact.DeliverResult{Brief: req.Brief, Outcome: &o,
+				ConductorEnd: taskact.ConductorEnd{Exited: true}}, nil
 		})
 	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(nil)
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.NotifyRequest) error {
+		func(_ context.Context, req taskact.NotifyRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.notes = append(c.notes, req)
 			return nil
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StatusRequest) error {
+		func(_ context.Context, req taskact.StatusRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)

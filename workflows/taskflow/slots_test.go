@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
@@ -28,14 +28,14 @@ type fakePool struct {
 	// answers are the acquire answers, one per call in order; the last
 	// repeats.
 	answers  []slots.Answer
-	acquires []activities.AcquireSlotRequest
+	acquires []slotact.AcquireSlotRequest
 	releases []string // "<task>#<attempt> <reason>"
 }
 
 func (p *fakePool) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivity(slotActs)
 	env.OnActivity(slotActs.AcquireSlot, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.AcquireSlotRequest) (slots.Answer, error) {
+		func(_ context.Context, req slotact.AcquireSlotRequest) (slots.Answer, error) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.acquires = append(p.acquires, req)

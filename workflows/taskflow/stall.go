@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
@@ -31,24 +31,24 @@ import (
 const stallChange = "stall-watch"
 
 // stallWatch is the part of a delivery request that asks for the watch.
-func (r *taskRun) stallWatch() activities.StallWatch {
+func (r *taskRun) stallWatch() taskact.StallWatch {
 	a := &r.st.Current
 	if !r.limitsOn {
-		return activities.StallWatch{} // the watch reads the transcripts through the limit watch
+		return taskact.StallWatch{} // the watch reads the transcripts through the limit watch
 	}
 	// A conductor (re)started counts as progress: LastEventAt is set then.
 	progress := a.ProgressAt
 	if a.LastEventAt.After(progress) {
 		progress = a.LastEventAt
 	}
-	return activities.StallWatch{WatchStalls: true, StallAfter: r.st.Dispatch.StallAfter(), OnStall: r.st.Dispatch.OnStall,
+	return taskact.StallWatch{WatchStalls: true, StallAfter: r.st.Dispatch.StallAfter(), OnStall: r.st.Dispatch.OnStall,
 		ProgressAt: progress, Stalled: a.Stall != nil}
 }
 
 // onStall handles what a checkpoint says of stalls: the end of the one
 // under way, or the beginning of one. ended: the attempt ended (its
 // conductor was stopped).
-func (r *taskRun) onStall(res activities.DeliverResult) (ended bool, err error) {
+func (r *taskRun) onStall(res taskact.DeliverResult) (ended bool, err error) {
 	a := &r.st.Current
 	if !res.WatchStalls {
 		return false, nil
@@ -67,7 +67,7 @@ func (r *taskRun) onStall(res activities.DeliverResult) (ended bool, err error) 
 }
 
 // stalled reports a stall that began and acts on it.
-func (r *taskRun) stalled(s activities.Stall) (bool, error) {
+func (r *taskRun) stalled(s taskact.Stall) (bool, error) {
 	a := &r.st.Current
 	r.st.Stalls++
 	action := s.Action
@@ -148,7 +148,7 @@ func (r *taskRun) notifyStall(kind, reason string, details map[string]string) {
 		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},
 	})
-	err := workflow.ExecuteLocalActivity(ctx, acts.Notify, activities.NotifyRequest{
+	err := workflow.ExecuteLocalActivity(ctx, acts.Notify, taskact.NotifyRequest{
 		ID: id, Kind: kind, Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Reason: reason, Details: details,
 	}).Get(r.ctx, nil)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -28,8 +28,8 @@ type stallingConductor struct {
 	action   stalls.Action
 	starts   []int
 	aborts   int
-	delivers []activities.DeliverRequest
-	notes    []activities.NotifyRequest
+	delivers []taskact.DeliverRequest
+	notes    []taskact.NotifyRequest
 	patches  []string
 	statuses []mapping.TaskStatus
 }
@@ -37,58 +37,58 @@ type stallingConductor struct {
 func (c *stallingConductor) register(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
 	c.f = &fakeConductor{t: t}
 	env.RegisterActivity(acts)
-	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(activities.ClaimHostResult{}, nil)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(taskact.ClaimHostResult{}, nil)
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
-			info, err := c.f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
+		func(_ context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
+			info, err := c.f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
 			if err != nil {
-				return activities.StartAttemptResult{}, err
+				return taskact.StartAttemptResult{}, err
 			}
 			c.mu.Lock()
 			c.starts = append(c.starts, req.Attempt)
 			c.mu.Unlock()
-			h := activities.ConductorHandle{PID: 100 * req.Attempt, PGID: 100 * req.Attempt}
+			h := taskact.ConductorHandle{PID: 100 * req.Attempt, PGID: 100 * req.Attempt}
 			b := mapping.NewBriefState(req.Dispatch.TaskID, info.Summary)
-			d := activities.DeliverResult{Brief: b, LimitWatch: activities.LimitWatch{WatchLimits: true}}
+			d := taskact.DeliverResult{Brief: b, LimitWatch: taskact.LimitWatch{WatchLimits: true}}
 			if req.Attempt > 1 {
 				o := mapping.CompletedOutcome()
-				d.Outcome, d.ConductorEnd = &o, activities.ConductorEnd{Exited: true}
+				d.Outcome, d.ConductorEnd = &o, taskact.ConductorEnd{Exited: true}
 			}
-			return activities.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
+			return taskact.StartAttemptResult{Plan: info, Conductor: &h, Delivery: &d}, nil
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
-		func(_ context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+		func(_ context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.delivers = append(c.delivers, req)
 			n := len(c.delivers)
-			res := activities.DeliverResult{Brief: req.Brief, Next: req.Cursor,
-				LimitWatch: activities.LimitWatch{WatchLimits: true, Transcripts: req.Transcripts},
-				StallWatch: activities.StallWatch{WatchStalls: req.WatchStalls, ProgressAt: req.ProgressAt}}
+			res := taskact.DeliverResult{Brief: req.Brief, Next: req.Cursor,
+				LimitWatch: taskact.LimitWatch{WatchLimits: true, Transcripts: req.Transcripts},
+				StallWatch: taskact.StallWatch{WatchStalls: req.WatchStalls, ProgressAt: req.ProgressAt}}
 			switch {
 			case req.MaxWait == 0 || c.aborts > 0: // a drain of the stopped conductor
-				res.ConductorEnd = activities.ConductorEnd{Exited: true}
+				res.ConductorEnd = taskact.ConductorEnd{Exited: true}
 			case n == 1:
-				res.Stall = &activities.Stall{Phase: "implement", Since: c.t0, SeenAt: c.t0.Add(5 * time.Second),
+				res.Stall = &taskact.Stall{Phase: "implement", Since: c.t0, SeenAt: c.t0.Add(5 * time.Second),
 					After: 5 * time.Second, Action: c.action}
 				res.ProgressAt = c.t0
 			case n == 2:
 				res.ProgressAt = c.t0.Add(9 * time.Second) // the agent writes again
 			default:
 				o := mapping.CompletedOutcome()
-				res.Outcome, res.ConductorEnd = &o, activities.ConductorEnd{Exited: true}
+				res.Outcome, res.ConductorEnd = &o, taskact.ConductorEnd{Exited: true}
 			}
 			return res, nil
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.AbortRequest) error {
+		func(context.Context, taskact.AbortRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.aborts++
 			return nil
 		})
 	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.PatchRequest) error {
+		func(_ context.Context, req taskact.PatchRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			for _, p := range req.Patches {
@@ -97,14 +97,14 @@ func (c *stallingConductor) register(t *testing.T, env *testsuite.TestWorkflowEn
 			return nil
 		})
 	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.NotifyRequest) error {
+		func(_ context.Context, req taskact.NotifyRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.notes = append(c.notes, req)
 			return nil
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StatusRequest) error {
+		func(_ context.Context, req taskact.StatusRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
@@ -129,8 +129,8 @@ func runStalling(t *testing.T, action stalls.Action, edit func(*mapping.Dispatch
 	return c, res, env
 }
 
-func (c *stallingConductor) notesOf(kind string) []activities.NotifyRequest {
-	var out []activities.NotifyRequest
+func (c *stallingConductor) notesOf(kind string) []taskact.NotifyRequest {
+	var out []taskact.NotifyRequest
 	for _, n := range c.notes {
 		if n.Kind == kind {
 			out = append(out, n)

@@ -3,7 +3,7 @@ package taskflow
 import (
 	"time"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -64,15 +64,15 @@ type Attempt struct {
 	Nonce string `json:"nonce,omitempty"`
 	// Plan is set once the plan is on disk; Conductor once it was started,
 	// and cleared when it was stopped.
-	Plan      *activities.PlanInfo        `json:"plan,omitempty"`
-	Conductor *activities.ConductorHandle `json:"conductor,omitempty"`
+	Plan      *taskact.PlanInfo        `json:"plan,omitempty"`
+	Conductor *taskact.ConductorHandle `json:"conductor,omitempty"`
 	// Stopped: the workflow stopped the conductor. Drained: the conductor
 	// is gone and its log was delivered to the end.
 	Stopped bool `json:"stopped,omitempty"`
 	Drained bool `json:"drained,omitempty"`
 	// Cursor is how far the event log has been reduced into Brief.
-	Cursor activities.TailCursor `json:"cursor"`
-	Brief  mapping.BriefState    `json:"brief"`
+	Cursor taskact.TailCursor `json:"cursor"`
+	Brief  mapping.BriefState `json:"brief"`
 	// Outcome is set once the attempt's end is known.
 	Outcome *mapping.Outcome `json:"outcome,omitempty"`
 	// FinalState is the conductor's state.json as the tail read it once the
@@ -97,8 +97,8 @@ type Attempt struct {
 	// Transcripts is how far the agents' transcripts were read for a usage
 	// limit; Resumes counts the conductor runs that continued the plan
 	// after a pause (pause.go).
-	Transcripts activities.TranscriptCursor `json:"transcripts,omitempty"`
-	Resumes     int                         `json:"resumes,omitempty"`
+	Transcripts taskact.TranscriptCursor `json:"transcripts,omitempty"`
+	Resumes     int                      `json:"resumes,omitempty"`
 	// ProgressAt is the last sign of progress the tail saw (an event or a
 	// transcript line); Stall the stall under way, nil for none (stall.go).
 	ProgressAt time.Time      `json:"progressAt,omitzero"`
@@ -224,29 +224,29 @@ type Counts struct {
 // current attempt. Runs started with it convert it once (upgrade); nothing
 // writes it any more.
 type stateV1 struct {
-	Dispatch          mapping.DispatchPlan        `json:"dispatch"`
-	Attempt           int                         `json:"attempt"`
-	Stage             taskapi.Stage               `json:"stage"`
-	Tuning            *taskapi.Tuning             `json:"tuning,omitempty"`
-	Plan              *activities.PlanInfo        `json:"plan,omitempty"`
-	Handle            *activities.ConductorHandle `json:"handle,omitempty"`
-	Cursor            activities.TailCursor       `json:"cursor"`
-	Brief             mapping.BriefState          `json:"brief"`
-	TaskStatus        mapping.TaskStatus          `json:"taskStatus,omitempty"`
-	LastEventAt       time.Time                   `json:"lastEventAt"`
-	Outcome           *mapping.Outcome            `json:"outcome,omitempty"`
-	PendingAbort      bool                        `json:"pendingAbort,omitempty"`
-	PendingRedispatch bool                        `json:"pendingRedispatch,omitempty"`
-	Polls             int                         `json:"polls,omitempty"`
-	Malformed         int                         `json:"malformed,omitempty"`
-	LastMalformed     string                      `json:"lastMalformed,omitempty"`
-	EventsApplied     int                         `json:"eventsApplied,omitempty"`
-	PatchesSent       int                         `json:"patchesSent,omitempty"`
-	SignalsReceived   int                         `json:"signalsReceived,omitempty"`
-	SignalsIgnored    int                         `json:"signalsIgnored,omitempty"`
-	SinkProblem       string                      `json:"sinkProblem,omitempty"`
-	ContinuedAsNew    int                         `json:"continuedAsNew,omitempty"`
-	Attempts          []taskapi.AttemptSummary    `json:"attempts,omitempty"`
+	Dispatch          mapping.DispatchPlan     `json:"dispatch"`
+	Attempt           int                      `json:"attempt"`
+	Stage             taskapi.Stage            `json:"stage"`
+	Tuning            *taskapi.Tuning          `json:"tuning,omitempty"`
+	Plan              *taskact.PlanInfo        `json:"plan,omitempty"`
+	Handle            *taskact.ConductorHandle `json:"handle,omitempty"`
+	Cursor            taskact.TailCursor       `json:"cursor"`
+	Brief             mapping.BriefState       `json:"brief"`
+	TaskStatus        mapping.TaskStatus       `json:"taskStatus,omitempty"`
+	LastEventAt       time.Time                `json:"lastEventAt"`
+	Outcome           *mapping.Outcome         `json:"outcome,omitempty"`
+	PendingAbort      bool                     `json:"pendingAbort,omitempty"`
+	PendingRedispatch bool                     `json:"pendingRedispatch,omitempty"`
+	Polls             int                      `json:"polls,omitempty"`
+	Malformed         int                      `json:"malformed,omitempty"`
+	LastMalformed     string                   `json:"lastMalformed,omitempty"`
+	EventsApplied     int                      `json:"eventsApplied,omitempty"`
+	PatchesSent       int                      `json:"patchesSent,omitempty"`
+	SignalsReceived   int                      `json:"signalsReceived,omitempty"`
+	SignalsIgnored    int                      `json:"signalsIgnored,omitempty"`
+	SinkProblem       string                   `json:"sinkProblem,omitempty"`
+	ContinuedAsNew    int                      `json:"continuedAsNew,omitempty"`
+	Attempts          []taskapi.AttemptSummary `json:"attempts,omitempty"`
 }
 
 // upgrade is the same knowledge in today's shape. The old record did not

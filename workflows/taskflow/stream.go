@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
@@ -18,7 +19,7 @@ import (
 // signal received) becomes an event here, made by canonical.FromStep from
 // workflow time and state, so the same on every replay. It waits in
 // StreamState.Pending until the next activity the workflow runs anyway
-// carries it (activities.StreamInfo) and stores it before doing its own
+// carries it (taskact.StreamInfo) and stores it before doing its own
 // work: no history event of its own, and no new command, so histories
 // recorded before the stream existed replay unchanged. The one exception
 // is the very end: steps made after the last activity (a signal that came
@@ -115,17 +116,17 @@ func (r *taskRun) stepAttemptStarted() {
 // one event per step (its raw_ref). No command depends on what is
 // pending but the flush at the very end, which is behind its own version
 // marker, so recorded histories replay unchanged: no version of its own.
-func (r *taskRun) streamFor() *activities.StreamInfo {
+func (r *taskRun) streamFor() *taskact.StreamInfo {
 	st := r.st.Stream
 	if st == nil {
 		return nil
 	}
-	return &activities.StreamInfo{RunID: st.RunID, Attempt: r.st.Current.N, Steps: slices.Clone(st.Pending)}
+	return &taskact.StreamInfo{RunID: st.RunID, Attempt: r.st.Current.N, Steps: slices.Clone(st.Pending)}
 }
 
 // streamStored drops from the pending steps those an activity that
 // succeeded has stored.
-func (r *taskRun) streamStored(info *activities.StreamInfo) {
+func (r *taskRun) streamStored(info *taskact.StreamInfo) {
 	st := r.st.Stream
 	if st == nil || info == nil || len(info.Steps) == 0 {
 		return
@@ -162,7 +163,7 @@ func (r *taskRun) flushSteps() {
 	summary := fmt.Sprintf("store %d event(s) of task %s", len(info.Steps), r.st.Dispatch.TaskID)
 	var c activities.StreamCounts
 	err := workflow.ExecuteLocalActivity(appendOptions(r.ctx, summary), acts.AppendEvents,
-		activities.AppendRequest{Stream: *info}).Get(r.ctx, &c)
+		taskact.AppendRequest{Stream: *info}).Get(r.ctx, &c)
 	if err != nil {
 		r.log.Warn("events of the workflow's end not stored", "task", r.st.Dispatch.TaskID, "error", err)
 		return

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/mapping"
@@ -42,7 +43,7 @@ func newStreamFake(t *testing.T) *streamFake {
 }
 
 // steps stores a request's steps and says what it stored.
-func (s *streamFake) steps(info *activities.StreamInfo) activities.StreamCounts {
+func (s *streamFake) steps(info *taskact.StreamInfo) activities.StreamCounts {
 	if s == nil || info == nil {
 		return activities.StreamCounts{}
 	}
@@ -54,13 +55,13 @@ func (s *streamFake) steps(info *activities.StreamInfo) activities.StreamCounts 
 // conductor stores a delivery's conductor events and adds what it stored
 // to counts. The fake's attempts share one events path; each real one has
 // its own, so the plan name stands in for it.
-func (s *streamFake) conductor(req activities.DeliverRequest, evs []mapping.Event, counts activities.StreamCounts) activities.StreamCounts {
+func (s *streamFake) conductor(req taskact.DeliverRequest, evs []mapping.Event, counts activities.StreamCounts) activities.StreamCounts {
 	if s == nil || req.Stream == nil {
 		return counts
 	}
 	plan := req.Plan
 	plan.EventsPath = "/work/tasks/T5/.edda/conductor/" + plan.Summary.Name + "/events.jsonl"
-	cctx := activities.ConductorContext(req.TaskID, plan, *req.Stream, nil)
+	cctx := taskact.ConductorContext(req.TaskID, plan, *req.Stream, nil)
 	var out []canonical.Event
 	for _, ev := range evs {
 		c, _ := canonical.FromConductor(ev, cctx)
@@ -84,7 +85,7 @@ func (s *streamFake) file(taskID string) []byte {
 }
 
 // withoutSteps is the stream of a request whose steps were stored already.
-func withoutSteps(s *activities.StreamInfo) *activities.StreamInfo {
+func withoutSteps(s *taskact.StreamInfo) *taskact.StreamInfo {
 	if s == nil {
 		return nil
 	}
@@ -287,7 +288,7 @@ func TestStepsAreRedactedBeforeTheyTravel(t *testing.T) {
 		if info.ActivityType.Name != "StartAttempt" {
 			return
 		}
-		var req activities.StartAttemptRequest
+		var req taskact.StartAttemptRequest
 		require.NoError(t, args.Get(&req))
 		for _, ev := range req.Stream.Steps {
 			carried = append(carried, string(ev.Payload))

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
@@ -19,7 +20,7 @@ import (
 
 // acts is only used for its method values: the compiler checks the activity
 // names, and the worker resolves them to the registered implementations.
-var acts *activities.Activities
+var acts *taskact.Activities
 
 // TaskWorkflow drives one karvi task through edda: it generates the plan,
 // starts the conductor, turns every conductor event into a brief patch, and
@@ -444,7 +445,7 @@ func (r *taskRun) finish() error {
 	r.stepStatus(o.TaskStatus, o.BlockerReason)
 	r.stepAttemptEnded(ended, o.LastError)
 	told := r.tellRunEnded(o, ended)
-	err := r.setStatus(activities.TaskStatusUpdate{
+	err := r.setStatus(taskact.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
 		DispatchState: o.DispatchState,
@@ -461,7 +462,7 @@ func (r *taskRun) finish() error {
 		a.Stage = taskapi.StageDone
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("task %s ended %s but its status could not be written: %v",
-				r.st.Dispatch.TaskID, o.TaskStatus, err), activities.ErrSinkRejected, err)
+				r.st.Dispatch.TaskID, o.TaskStatus, err), taskact.ErrSinkRejected, err)
 	}
 	r.drainSignals()
 	switch r.takePending() {
@@ -516,7 +517,7 @@ func (r *taskRun) sendPatches(patches []mapping.Patch) {
 	}
 	summary := patchSummary(patches, len(r.st.Current.Brief.Brief.Log))
 	err := workflow.ExecuteLocalActivity(patchOptions(r.ctx, summary), acts.PatchBrief,
-		activities.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
+		taskact.PatchRequest{TaskID: r.st.Dispatch.TaskID, Patches: patches}).Get(r.ctx, nil)
 	if err != nil {
 		// Only final refusals get here (404 no brief, unauthorized): the brief
 		// stays in the workflow, queryable, and the run goes on.
@@ -527,13 +528,13 @@ func (r *taskRun) sendPatches(patches []mapping.Patch) {
 	r.st.Counts.PatchesSent += len(patches)
 }
 
-func (r *taskRun) setStatus(u activities.TaskStatusUpdate) error {
+func (r *taskRun) setStatus(u taskact.TaskStatusUpdate) error {
 	u.PlanID = r.st.Dispatch.PlanID
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
 	stream := r.streamFor()
 	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
-		activities.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: stream}).Get(r.ctx, nil)
+		taskact.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: stream}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)

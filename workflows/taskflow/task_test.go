@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -49,9 +50,9 @@ type fakeConductor struct {
 	// stopped: the current conductor was aborted; a delivery then reads the
 	// log to its end and reports it exited, as the real one does.
 	stopped  bool
-	prepared []activities.PrepareRequest
+	prepared []taskact.PrepareRequest
 	patches  [][]byte
-	statuses []activities.TaskStatusUpdate
+	statuses []taskact.TaskStatusUpdate
 	patchErr error
 	// timeline is every patch (by type) and status write, in order.
 	timeline []string
@@ -84,15 +85,15 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterActivity(acts)
 	f.registerDelivery(env)
 	env.OnActivity(acts.PreparePlan, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
-		func(_ context.Context, req activities.PrepareRequest) (activities.PlanInfo, error) {
+		func(_ context.Context, req taskact.PrepareRequest) (taskact.PlanInfo, error) {
 			return f.prepare(req)
 		})
 	env.OnActivity(acts.StartConductor, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.StartRequest) (activities.ConductorHandle, error) {
+		func(_ context.Context, req taskact.StartRequest) (taskact.ConductorHandle, error) {
 			return f.start(), nil
 		})
 	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, req activities.AbortRequest) error {
+		func(ctx context.Context, req taskact.AbortRequest) error {
 			if f.gone != nil {
 				if err := f.gone(ctx); err != nil {
 					return err
@@ -111,11 +112,11 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 	// Each poll takes a second of workflow time: the test environment skips
 	// it, and a silent conductor still lets the workflow clock advance.
 	env.OnActivity(acts.TailEvents, mock.Anything, mock.Anything).After(time.Second).Return(
-		func(ctx context.Context, req activities.TailRequest) (activities.TailResult, error) {
+		func(ctx context.Context, req taskact.TailRequest) (taskact.TailResult, error) {
 			return f.tail(ctx, req)
 		})
 	env.OnActivity(acts.PatchBrief, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.PatchRequest) error {
+		func(_ context.Context, req taskact.PatchRequest) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			if f.patchErr != nil {
@@ -128,7 +129,7 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 			return nil
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).After(f.statusAfter).Return(
-		func(_ context.Context, req activities.StatusRequest) error {
+		func(_ context.Context, req taskact.StatusRequest) error {
 			f.streams.steps(req.Stream)
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -138,18 +139,18 @@ func (f *fakeConductor) register(env *testsuite.TestWorkflowEnvironment) {
 		})
 }
 
-func (f *fakeConductor) prepare(req activities.PrepareRequest) (activities.PlanInfo, error) {
+func (f *fakeConductor) prepare(req taskact.PrepareRequest) (taskact.PlanInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.prepared = append(f.prepared, req)
 	if err := req.Dispatch.Validate(); err != nil {
-		return activities.PlanInfo{}, err
+		return taskact.PlanInfo{}, err
 	}
 	name := mapping.PlanName(req.Dispatch.TaskID, req.Attempt) // the golden briefs' names
 	if f.nonceNames {
 		name = mapping.AttemptPlanName(req.Dispatch.TaskID, req.Attempt, req.Nonce)
 	}
-	return activities.PlanInfo{
+	return taskact.PlanInfo{
 		Summary: mapping.PlanSummary{Name: name, PhaseIDs: []string{"implement", "test", "docs"},
 			TimeoutSec: f.planTimeout(), MaxAttempts: 3},
 		PlanPath: "/work/runs/" + name + "/plan.yaml", Cwd: "/work/tasks/x", RunDir: "/work/runs/" + name,
@@ -157,7 +158,7 @@ func (f *fakeConductor) prepare(req activities.PrepareRequest) (activities.PlanI
 	}, nil
 }
 
-func (f *fakeConductor) start() activities.ConductorHandle {
+func (f *fakeConductor) start() taskact.ConductorHandle {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.starts++
@@ -166,7 +167,7 @@ func (f *fakeConductor) start() activities.ConductorHandle {
 	if f.live > f.maxLive {
 		f.maxLive = f.live
 	}
-	return activities.ConductorHandle{PID: 1000 + f.starts, PGID: 1000 + f.starts}
+	return taskact.ConductorHandle{PID: 1000 + f.starts, PGID: 1000 + f.starts}
 }
 
 // registerDelivery mocks the activities of delivery in the tail with the
@@ -175,7 +176,7 @@ func (f *fakeConductor) start() activities.ConductorHandle {
 // events are reduced and sent as the real one does.
 func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment) {
 	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, req activities.ClaimHostRequest) (activities.ClaimHostResult, error) {
+		func(_ context.Context, req taskact.ClaimHostRequest) (taskact.ClaimHostResult, error) {
 			f.claims++
 			switch {
 			case f.claimOf != nil:
@@ -183,25 +184,25 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			case f.hostOf != nil:
 				f.claimed = f.hostOf(req.Attempt)
 			}
-			return activities.ClaimHostResult{Host: f.claimed}, nil
+			return taskact.ClaimHostResult{Host: f.claimed}, nil
 		})
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).After(f.prepareAfter).Return(
-		func(ctx context.Context, req activities.StartAttemptRequest) (activities.StartAttemptResult, error) {
+		func(ctx context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
 			if f.startGone != nil {
 				if err := f.startGone(ctx); err != nil {
-					return activities.StartAttemptResult{}, err
+					return taskact.StartAttemptResult{}, err
 				}
 			}
-			info, err := f.prepare(activities.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
+			info, err := f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt, Nonce: req.Nonce})
 			if err != nil {
-				return activities.StartAttemptResult{}, err
+				return taskact.StartAttemptResult{}, err
 			}
 			if f.startFails > 0 {
 				f.startFails--
-				return activities.StartAttemptResult{}, errors.New("activity heartbeat timeout (test)")
+				return taskact.StartAttemptResult{}, errors.New("activity heartbeat timeout (test)")
 			}
 			f.streams.steps(req.Stream)
-			res := activities.StartAttemptResult{Plan: info}
+			res := taskact.StartAttemptResult{Plan: info}
 			switch {
 			case f.claims > 0:
 				res.Host = f.claimed
@@ -218,10 +219,10 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			f.status(u)
 			h := f.start()
 			res.Conductor = &h
-			d, err := f.deliver(ctx, activities.DeliverRequest{TaskID: req.Dispatch.TaskID, Plan: info, Handle: h,
+			d, err := f.deliver(ctx, taskact.DeliverRequest{TaskID: req.Dispatch.TaskID, Plan: info, Handle: h,
 				Brief: brief, TaskStatus: mapping.TaskDispatched, Base: u, MaxWait: req.MaxWait, Stream: withoutSteps(req.Stream)})
 			if err != nil {
-				return activities.StartAttemptResult{}, err
+				return taskact.StartAttemptResult{}, err
 			}
 			if res.SinkProblem == "" {
 				d.Patches++ // the skeleton
@@ -230,10 +231,10 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 			return res, nil
 		})
 	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
-		func(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+		func(ctx context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 			if f.gone != nil {
 				if err := f.gone(ctx); err != nil {
-					return activities.DeliverResult{}, err
+					return taskact.DeliverResult{}, err
 				}
 			}
 			res, err := f.deliver(ctx, req)
@@ -246,13 +247,13 @@ func (f *fakeConductor) registerDelivery(env *testsuite.TestWorkflowEnvironment)
 
 // deliver is DeliverEvents on the recorded log: a poll whose events are
 // reduced and sent as the real one does.
-func (f *fakeConductor) deliver(ctx context.Context, req activities.DeliverRequest) (activities.DeliverResult, error) {
+func (f *fakeConductor) deliver(ctx context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 	stored := f.streams.steps(req.Stream)
-	tr, err := f.tail(ctx, activities.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
+	tr, err := f.tail(ctx, taskact.TailRequest{Cursor: req.Cursor, MaxWait: req.MaxWait})
 	if err != nil {
-		return activities.DeliverResult{}, err
+		return taskact.DeliverResult{}, err
 	}
-	res := activities.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd,
+	res := taskact.DeliverResult{Next: tr.Next, Malformed: tr.Malformed, ConductorEnd: tr.ConductorEnd,
 		Stream: f.streams.conductor(req, tr.Events, stored)}
 	st := req.Brief.Clone()
 	var enc mapping.BriefEncoder
@@ -292,7 +293,7 @@ func (f *fakeConductor) send(p mapping.Patch) error {
 	return nil
 }
 
-func (f *fakeConductor) status(u activities.TaskStatusUpdate) {
+func (f *fakeConductor) status(u taskact.TaskStatusUpdate) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.statuses = append(f.statuses, u)
@@ -306,11 +307,11 @@ func (f *fakeConductor) planTimeout() int {
 	return 600
 }
 
-func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (activities.TailResult, error) {
+func (f *fakeConductor) tail(ctx context.Context, req taskact.TailRequest) (taskact.TailResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.hang && req.MaxWait > 0 && !f.stopped {
-		return activities.TailResult{Next: req.Cursor}, nil
+		return taskact.TailResult{Next: req.Cursor}, nil
 	}
 	i := int(req.Cursor.Offset)
 	n := f.perBatch
@@ -321,7 +322,7 @@ func (f *fakeConductor) tail(ctx context.Context, req activities.TailRequest) (a
 		n = len(f.events) // a drain reads everything
 	}
 	end := min(i+n, len(f.events))
-	res := activities.TailResult{Next: activities.TailCursor{Offset: int64(end)}}
+	res := taskact.TailResult{Next: taskact.TailCursor{Offset: int64(end)}}
 	for _, ev := range f.events[i:end] {
 		ev.Pos = mapping.Position{Offset: int64(i)}
 		res.Events = append(res.Events, ev)
@@ -371,7 +372,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func statusNames(us []activities.TaskStatusUpdate) []string {
+func statusNames(us []taskact.TaskStatusUpdate) []string {
 	var out []string
 	for _, u := range us {
 		out = append(out, string(u.Status))
@@ -613,7 +614,7 @@ func TestConductorCrashWithoutStateIsBlocked(t *testing.T) {
 func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
 	env := newEnv(t)
 	f := &fakeConductor{t: t, events: loadEvents(t, "../../testdata/examples/A/events.snake.jsonl"),
-		perBatch: 4, patchErr: temporal.NewNonRetryableApplicationError("no brief for this task", activities.ErrNoBrief, nil)}
+		perBatch: 4, patchErr: temporal.NewNonRetryableApplicationError("no brief for this task", taskact.ErrNoBrief, nil)}
 	f.register(env)
 	var mid taskapi.Status
 	env.RegisterDelayedCallback(func() {

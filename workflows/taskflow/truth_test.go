@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -120,7 +120,7 @@ func TestRetriesExhaustedSendsNoSettlingPatch(t *testing.T) {
 // cost, and how the task ended.
 func TestRenderDetails(t *testing.T) {
 	events := loadEvents(t, "../../testdata/examples/A/events.snake.jsonl")
-	plan := &activities.PlanInfo{Summary: mapping.PlanSummary{Name: "karvi-t5-020d01",
+	plan := &taskact.PlanInfo{Summary: mapping.PlanSummary{Name: "karvi-t5-020d01",
 		PhaseIDs: []string{"implement", "test", "docs"}}}
 	brief := func(n int) mapping.BriefState {
 		s := mapping.NewBriefState("T5", plan.Summary)
@@ -177,15 +177,15 @@ func TestStartSummary(t *testing.T) {
 }
 
 func TestActivitySummaries(t *testing.T) {
-	a := &Attempt{Plan: &activities.PlanInfo{Summary: mapping.PlanSummary{Name: "karvi-t5-020d01"}},
-		Cursor: activities.TailCursor{Offset: 1234}}
+	a := &Attempt{Plan: &taskact.PlanInfo{Summary: mapping.PlanSummary{Name: "karvi-t5-020d01"}},
+		Cursor: taskact.TailCursor{Offset: 1234}}
 	require.Equal(t, "tail karvi-t5-020d01 from byte 1234", tailSummary("tail", a))
 	a.Cursor.Gen = 2
 	require.Equal(t, "drain karvi-t5-020d01 from byte 1234 (log generation 2)", tailSummary("drain", a))
 	ps := []mapping.Patch{{Type: "phase_passed"}, {Type: "phase_start"}, {Type: "phase_start"}}
 	require.Equal(t, "3 patches (phase_passed, phase_start), log 7 entries", patchSummary(ps, 7))
 	require.Equal(t, "1 patch (settle), log 9 entries", patchSummary([]mapping.Patch{{Type: "settle"}}, 9))
-	require.Equal(t, "status in_progress", statusSummary(activities.TaskStatusUpdate{Status: mapping.TaskInProgress}))
+	require.Equal(t, "status in_progress", statusSummary(taskact.TaskStatusUpdate{Status: mapping.TaskInProgress}))
 	require.Equal(t, "status blocked: Phase docs timed out",
-		statusSummary(activities.TaskStatusUpdate{Status: mapping.TaskBlocked, Reason: "Phase docs\ntimed out"}))
+		statusSummary(taskact.TaskStatusUpdate{Status: mapping.TaskBlocked, Reason: "Phase docs\ntimed out"}))
 }

@@ -1,0 +1,91 @@
+package accountact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+)
+
+// Client is the part of a Temporal client the account activities need.
+type Client interface {
+	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
+	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
+}
+
+// Activities reach an agent account's workflow for a task workflow, which
+// cannot send an update itself.
+type Activities struct {
+	Temporal Client
+}
+
+// ErrBadAccount: an account key or request the account refused. Retrying
+// cannot help.
+const ErrBadAccount = "BadAccount"
+
+// AccountRequest is one update to an agent account's workflow: join
+// (Join set), a usage limit (Limit set) or a resume (Resume set).
+type AccountRequest struct {
+	Account string                    `json:"account"`
+	Join    *accountapi.JoinRequest   `json:"join,omitempty"`
+	Limit   *accountapi.LimitRequest  `json:"limit,omitempty"`
+	Resume  *accountapi.ResumeRequest `json:"resume,omitempty"`
+	// UpdateID makes a retried activity answered from the first update.
+	UpdateID string `json:"updateId,omitempty"`
+}
+
+// AccountUpdate sends the request's update to the account's workflow,
+// starting it on this worker's task queue if it does not run yet, and
+// returns the account as the update left it.
+func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (accountapi.View, error) {
+	if a.Temporal == nil {
+		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no Temporal client for the account activities", "NoClient", nil)
+	}
+	if err := accountapi.ValidName(req.Account); err != nil {
+		return accountapi.View{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadAccount, err)
+	}
+	var name string
+	var arg any
+	switch {
+	case req.Join != nil:
+		name, arg = accountapi.UpdateJoin, *req.Join
+	case req.Limit != nil:
+		name, arg = accountapi.UpdateLimit, *req.Limit
+	case req.Resume != nil:
+		name, arg = accountapi.UpdateResume, *req.Resume
+	default:
+		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
+			"account request names no update (join, limit or resume)", ErrBadAccount, nil)
+	}
+	start := a.Temporal.NewWithStartWorkflowOperation(accountapi.StartOptions(req.Account, activity.GetInfo(ctx).TaskQueue),
+		accountapi.WorkflowName, accountapi.Input{Account: req.Account})
+	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   accountapi.WorkflowID(req.Account),
+			UpdateID:     req.UpdateID,
+			UpdateName:   name,
+			Args:         []any{arg},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return accountapi.View{}, fmt.Errorf("%s on account %s: %w", name, req.Account, err)
+	}
+	var v accountapi.View
+	if err := h.Get(ctx, &v); err != nil {
+		var refused *temporal.ApplicationError
+		if errors.As(err, &refused) {
+			return accountapi.View{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("account %s refused %s: %v", req.Account, name, err), ErrBadAccount, err)
+		}
+		return accountapi.View{}, fmt.Errorf("%s on account %s: %w", name, req.Account, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,177 @@
+package slotact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"karvi-edda-temporal/slots"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
+)
+
+// ErrBadSlotRequest: the pool refused a request as malformed. Retrying
+// cannot help.
+const ErrBadSlotRequest = "BadSlotRequest"
+
+// SlotClient is the part of a Temporal client the slot activities need.
+type SlotClient interface {
+	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
+	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
+	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
+}
+
+// Activities reach a slot pool's workflow for a task workflow (which
+// cannot send an update itself) and look at the pool's holders for the pool.
+type Activities struct {
+	Temporal SlotClient
+}
+
+// AcquireSlotRequest asks a pool for a slot.
+type AcquireSlotRequest struct {
+	Pool    string        `json:"pool"`
+	Request slots.Request `json:"request"`
+}
+
+// AcquireSlot sends the acquire update to the pool's workflow, starting the
+// pool on this worker's task queue if it does not run yet, and returns the
+// pool's answer, which comes at once: the update never waits for a slot.
+// The update's id is the key's, so a retry of this activity is answered
+// from the first one's outcome, and the pool answers a repeated key the
+// same anyway.
+func (a *Activities) AcquireSlot(ctx context.Context, req AcquireSlotRequest) (slots.Answer, error) {
+	if a.Temporal == nil {
+		return slots.Answer{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no Temporal client for the slot activities", "NoClient", nil)
+	}
+	if err := slots.ValidPoolName(req.Pool); err != nil {
+		return slots.Answer{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSlotRequest, err)
+	}
+	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, activity.GetInfo(ctx).TaskQueue),
+		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: req.Pool})
+	k := req.Request.Key
+	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID:   slotapi.WorkflowID(req.Pool),
+			UpdateID:     k.UpdateID(),
+			UpdateName:   slotapi.UpdateAcquire,
+			Args:         []any{req.Request},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
+	}
+	var ans slots.Answer
+	if err := h.Get(ctx, &ans); err != nil {
+		var refused *temporal.ApplicationError
+		if errors.As(err, &refused) {
+			return slots.Answer{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("pool %s refused the request for %s: %v", req.Pool, k, err), ErrBadSlotRequest, err)
+		}
+		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
+	}
+	return ans, nil
+}
+
+// CheckHoldersRequest lists the holders to look at.
+type CheckHoldersRequest struct {
+	Pool    string         `json:"pool"`
+	Holders []slots.Holder `json:"holders"`
+}
+
+// CheckHoldersResult sorts the holders by what their workflows are doing.
+type CheckHoldersResult struct {
+	// Running: the holder's workflow runs (its lease is renewed).
+	Running []slots.Key `json:"running,omitempty"`
+	// Closed: the holder's workflow ended, or another workflow took its id;
+	// its slot is free.
+	Closed []ClosedHolder `json:"closed,omitempty"`
+	// Unknown counts holders whose workflow could not be described.
+	Unknown int `json:"unknown,omitempty"`
+}
+
+// ClosedHolder is a holder whose workflow no longer runs, and why.
+type ClosedHolder struct {
+	Key slots.Key `json:"key"`
+	Why string    `json:"why"`
+}
+
+// CheckHolders describes each holder's workflow. A holder whose workflow
+// closed (completed, failed, terminated, timed out) without giving its slot
+// back must not keep it; one whose workflow id now belongs to another
+// workflow (a later start for the same task) has closed too.
+func (a *Activities) CheckHolders(ctx context.Context, req CheckHoldersRequest) (CheckHoldersResult, error) {
+	if a.Temporal == nil {
+		return CheckHoldersResult{}, temporal.NewNonRetryableApplicationError(
+			"the worker has no Temporal client for the slot activities", "NoClient", nil)
+	}
+	var res CheckHoldersResult
+	for _, h := range req.Holders {
+		activity.RecordHeartbeat(ctx)
+		if h.Owner.WorkflowID == "" {
+			res.Unknown++
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		d, err := a.Temporal.DescribeWorkflowExecution(dctx, h.Owner.WorkflowID, "")
+		cancel()
+		if ctx.Err() != nil {
+			return CheckHoldersResult{}, ctx.Err()
+		}
+		var nf *serviceerror.NotFound
+		switch {
+		case errors.As(err, &nf):
+			res.Closed = append(res.Closed, ClosedHolder{Key: h.Key, Why: "workflow " + h.Owner.WorkflowID + " not found"})
+		case err != nil:
+			activity.GetLogger(ctx).Warn("holder not described", "pool", req.Pool, "holder", h.Key.String(), "error", err)
+			res.Unknown++
+		default:
+			if why := closedWhy(d, h.Owner); why != "" {
+				res.Closed = append(res.Closed, ClosedHolder{Key: h.Key, Why: why})
+			} else {
+				res.Running = append(res.Running, h.Key)
+			}
+		}
+	}
+	return res, nil
+}
+
+// closedWhy says why a described workflow is not the holder's running
+// workflow, "" when it is.
+func closedWhy(d *workflowservice.DescribeWorkflowExecutionResponse, o slots.Owner) string {
+	info := d.GetWorkflowExecutionInfo()
+	if first := info.GetFirstRunId(); o.FirstRunID != "" && first != "" && first != o.FirstRunID {
+		return fmt.Sprintf("workflow %s is another run chain now (first run %s, the holder's %s)", o.WorkflowID, first, o.FirstRunID)
+	}
+	if st := info.GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return fmt.Sprintf("workflow %s %s without releasing its slot", o.WorkflowID, closedWord(st))
+	}
+	return ""
+}
+
+func closedWord(st enumspb.WorkflowExecutionStatus) string {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "completed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "failed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "was cancelled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "was terminated"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return "continued as new"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	}
+	return "closed (" + st.String() + ")"
+}

@@ -1,0 +1,83 @@
+package taskact
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/mapping"
+)
+
+func TestCheckpointClock(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	cases := []struct {
+		name     string
+		lines    []int // when lines were delivered, ms after the start
+		now      int
+		progress bool
+		want     time.Duration
+	}{
+		{"no progress: only MaxWait bounds the call", nil, 3000, false, ms(17000)},
+		{"no progress past MaxWait: report the silence", nil, 21000, false, ms(-1000)},
+		{"progress, not yet due", []int{100}, 1000, true, ms(4000)},
+		{"due, nothing since: wait for the next burst up to twice the interval", []int{100}, 5000, true, ms(5000)},
+		{"due, a burst after due: take it when the log is quiet", []int{100, 6000}, 6005, true, ms(15)},
+		{"due, quiet after the burst: now", []int{100, 6000}, 6020, true, 0},
+		{"a log that never stops: twice the interval", []int{100, 9990}, 9995, true, ms(5)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cp := newCheckpointClock(t0, 5*time.Second, 20*time.Second)
+			for _, l := range c.lines {
+				cp.line(at(l))
+			}
+			require.Equal(t, c.want, cp.wait(at(c.now), c.progress))
+		})
+	}
+}
+
+// A delivery that starts where an earlier one may have gone further finds
+// exactly how many patches the sink holds, whatever the earlier one got to:
+// none, the skeleton only, some events, all of them.
+func TestDeliveredFindsWhatTheSinkHolds(t *testing.T) {
+	events, err := os.ReadFile("../../testdata/examples/A/events.snake.jsonl")
+	require.NoError(t, err)
+	summary := mapping.PlanSummary{Name: "karvi-t5-020d01", PhaseIDs: []string{"implement", "test", "docs"}}
+	ctx := context.Background()
+	for sent := -1; sent <= 8; sent++ { // -1: not even the skeleton
+		dir := t.TempDir()
+		path := filepath.Join(dir, "events.jsonl")
+		require.NoError(t, os.WriteFile(path, events, 0o644))
+		files, err := sink.NewFile(filepath.Join(dir, "sink"))
+		require.NoError(t, err)
+		a := &Activities{Sink: files}
+		newDelivery := func() *delivery {
+			return &delivery{a: a, explain: func(_ string, _ *int, m string) string { return m },
+				brief: mapping.NewBriefState("T5", summary),
+				req:   DeliverRequest{TaskID: "T5", Plan: PlanInfo{EventsPath: path}}}
+		}
+		first := newDelivery()
+		if sent >= 0 {
+			require.NoError(t, first.patch(ctx, first.enc.Init(&first.brief)))
+			batch, err := tailer.ReadFrom(path, tailer.Cursor{}, maxBatchBytes)
+			require.NoError(t, err)
+			evs, _, _ := parseLines(batch.Lines, first.explain)
+			for _, ev := range evs[:sent] {
+				require.NoError(t, first.step(ctx, ev))
+			}
+		}
+
+		n, matched, err := newDelivery().delivered(ctx)
+		require.NoError(t, err)
+		require.Equal(t, sent >= 0, matched, "after %d events", sent)
+		require.Equal(t, max(sent, 0), n, "after %d events", sent)
+	}
+}

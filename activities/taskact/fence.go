@@ -1,0 +1,144 @@
+package taskact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/proc"
+)
+
+// A task has at most one live conductor on a host: its workflow runs one
+// attempt at a time and stops an attempt's conductor before it starts the
+// next one, except when it gave an attempt up because its host did not
+// come back in time. If that host returns and is handed the task's next
+// attempt, the attempt given up may still run in the same working
+// directory; starting an attempt therefore stops every other live run of
+// the task under this work root first. The worker's start-up sweep
+// (internal/fleet) stops the others, those of tasks that went elsewhere.
+
+// LiveRun is a conductor run recorded under the work root whose process
+// group still has a running member.
+type LiveRun struct {
+	TaskID string
+	// Plan is the attempt's plan name, the name of its run directory.
+	Plan   string
+	Handle ConductorHandle
+}
+
+// LiveRuns lists the live runs under the work root: of one task, or of
+// every task when taskID is empty. A record it cannot read is reported in
+// the error, next to the runs it could list.
+func (a *Activities) LiveRuns(taskID string) ([]LiveRun, error) {
+	layout, err := activities.NewLayout(a.Config.WorkRoot)
+	if err != nil {
+		return nil, err
+	}
+	task := "*"
+	if taskID != "" {
+		if !activities.SafeName(taskID) {
+			return nil, fmt.Errorf("taskId %q is not a safe directory name", taskID)
+		}
+		task = taskID
+	}
+	dirs, err := filepath.Glob(filepath.Join(layout.Root(), "runs", task, "*"))
+	if err != nil {
+		return nil, fmt.Errorf("list run directories: %w", err)
+	}
+	var runs []LiveRun
+	var errs []error
+	for _, dir := range dirs {
+		h, ok, err := proc.Recorded(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		st, err := proc.Inspect(h)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st.Alive || st.GroupAlive {
+			runs = append(runs, LiveRun{TaskID: filepath.Base(filepath.Dir(dir)), Plan: filepath.Base(dir), Handle: handleOf(h)})
+		}
+	}
+	return runs, errors.Join(errs...)
+}
+
+// StopRun stops a run's whole process group, as AbortConductor does.
+func (a *Activities) StopRun(ctx context.Context, r LiveRun) error {
+	grace := a.Config.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	// A run whose conductor is gone has only what it left behind (an
+	// agent, or an agent's children): that is a sweep, and says so.
+	if n, err := proc.Sweep(ctx, r.Handle.proc(), grace); err != nil || n > 0 {
+		if err != nil {
+			return fmt.Errorf("sweep the group %d of %s: %w", r.Handle.PGID, r.Plan, err)
+		}
+		activities.Logger(ctx).Warn("swept what a gone conductor left", "task", r.TaskID, "plan", r.Plan,
+			"pgid", r.Handle.PGID, "processes", n)
+		return nil
+	}
+	if err := proc.Stop(ctx, r.Handle.proc(), grace); err != nil {
+		return fmt.Errorf("stop conductor group %d of %s: %w", r.Handle.PGID, r.Plan, err)
+	}
+	return nil
+}
+
+// stopEarlierAttempts stops every live run of the task under this work
+// root but plan's, before plan's conductor starts.
+func (a *Activities) stopEarlierAttempts(ctx context.Context, taskID, plan string) error {
+	runs, err := a.LiveRuns(taskID)
+	if err != nil {
+		activities.Logger(ctx).Warn("some run records of the task could not be read", "task", taskID, "error", err)
+	}
+	for _, r := range runs {
+		if r.Plan == plan {
+			continue
+		}
+		activities.Logger(ctx).Warn("stopping a conductor of an attempt the task's workflow gave up",
+			"task", taskID, "plan", r.Plan, "pgid", r.Handle.PGID, "starting", plan)
+		if err := a.StopRun(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// untilWorkerStops is ctx, cancelled also once the worker running the
+// activity begins to stop, and a report of whether it has: a delivery
+// waits on it, so that a worker asked to stop hands its attempts back at
+// once (see delivery.run) instead of holding them to the end of a wait.
+func untilWorkerStops(ctx context.Context) (context.Context, func() bool, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	if !activity.IsActivity(ctx) {
+		return wctx, func() bool { return false }, cancel
+	}
+	stop := activity.GetWorkerStopChannel(ctx)
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	stopping := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return false
+		}
+	}
+	return wctx, stopping, cancel
+}

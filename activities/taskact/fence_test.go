@@ -1,0 +1,193 @@
+package taskact
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/mapping"
+)
+
+// A conductor that starts its first phase, finishes it once a gate file
+// appears, then writes nothing until it is stopped.
+const quietConductor = `#!/bin/sh
+dir="$5/.edda/conductor/$(basename "$(dirname "$3")")"
+mkdir -p "$dir"
+echo '{"seq":0,"ts":"2026-02-28T03:00:01Z","type":"phase_start","phase_id":"implement","attempt":1}' >> "$dir/events.jsonl"
+while [ ! -e "$5/gate" ]; do sleep 0.01; done
+echo '{"seq":1,"ts":"2026-02-28T03:00:02Z","type":"phase_passed","phase_id":"implement","attempt":1,"duration_ms":5,"cost_usd":0.1}' >> "$dir/events.jsonl"
+while :; do sleep 1; done
+`
+
+func fenceActivities(t *testing.T, host string) (*Activities, *testsuite.TestActivityEnvironment, string) {
+	t.Helper()
+	root := t.TempDir()
+	conductor := filepath.Join(root, "edda")
+	require.NoError(t, os.WriteFile(conductor, []byte(quietConductor), 0o755))
+	files, err := sink.NewFile(filepath.Join(root, "sink"))
+	require.NoError(t, err)
+	a := &Activities{Config: activities.Config{WorkRoot: filepath.Join(root, "work"), Conductor: conductor,
+		StopGrace: time.Second, Host: host}, Sink: files}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	t.Cleanup(func() {
+		runs, _ := a.LiveRuns("")
+		for _, r := range runs {
+			_ = a.StopRun(t.Context(), r)
+		}
+	})
+	return a, env, root
+}
+
+func startAttempt(t *testing.T, env *testsuite.TestActivityEnvironment, a *Activities, n int) StartAttemptResult {
+	t.Helper()
+	v, err := env.ExecuteActivity(a.StartAttempt, StartAttemptRequest{Dispatch: exampleDispatch(t), Attempt: n,
+		MaxWait: 10 * time.Millisecond, CheckpointEvery: 10 * time.Millisecond})
+	require.NoError(t, err)
+	var res StartAttemptResult
+	require.NoError(t, v.Get(&res))
+	require.NotNil(t, res.Conductor, res.StartError)
+	return res
+}
+
+// A started attempt names its host, and starting a task's attempt stops
+// the live conductor of an attempt given up on this host, and only that:
+// the same attempt started again re-attaches.
+func TestStartAttemptStopsTheAttemptsGivenUpHere(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	require.Equal(t, "h1", first.Host)
+	again := startAttempt(t, env, a, 1)
+	require.Equal(t, *first.Conductor, *again.Conductor, "the same attempt re-attaches")
+
+	live, err := a.LiveRuns("T5")
+	require.NoError(t, err)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 1), Handle: *first.Conductor}}, live)
+
+	second := startAttempt(t, env, a, 2)
+	st, err := proc.Inspect(first.Conductor.proc())
+	require.NoError(t, err)
+	require.False(t, st.Alive || st.GroupAlive, "attempt 1's conductor was stopped")
+	live, err = a.LiveRuns("")
+	require.NoError(t, err)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 2), Handle: *second.Conductor}}, live)
+}
+
+// A worker asked to stop hands its deliveries back at once, with what
+// they delivered, instead of holding them to the end of their wait.
+func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
+	a, env, root := fenceActivities(t, "h1")
+	res := startAttempt(t, env, a, 1)
+	require.NotNil(t, res.Delivery)
+	stop := make(chan struct{})
+	env.SetWorkerStopChannel(stop)
+	done := make(chan DeliverResult, 1)
+	errc := make(chan error, 1)
+	go func() {
+		cp := res.Delivery
+		v, err := env.ExecuteActivity(a.DeliverEvents, DeliverRequest{TaskID: "T5", Plan: res.Plan,
+			Handle: *res.Conductor, Brief: cp.Brief, Cursor: cp.Next, TaskStatus: mapping.TaskInProgress,
+			MaxWait: time.Hour, CheckpointEvery: time.Hour})
+		if err != nil {
+			errc <- err
+			return
+		}
+		var d DeliverResult
+		errc <- v.Get(&d)
+		done <- d
+	}()
+	// The delivery takes the conductor's next event to the sink and waits
+	// for more; then the worker begins to stop.
+	require.NoError(t, os.WriteFile(filepath.Join(res.Plan.Cwd, "gate"), nil, 0o644))
+	patches := filepath.Join(root, "sink", "T5", "patches.jsonl")
+	deadline := time.Now().Add(30 * time.Second) // a safety net, not a timing test
+	for {
+		data, _ := os.ReadFile(patches)
+		if strings.Contains(string(data), "phase_passed") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the delivery never sent phase_passed")
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(2 * time.Minute): // a safety net: the wait it cuts short is an hour
+		t.Fatal("the delivery did not hand back once the worker began to stop")
+	}
+	d := <-done
+	// phase_passed, and the next phase's start when the conductor wrote it
+	// before the stop: whatever went to the sink comes back with the
+	// checkpoint, and the cursor has moved past it.
+	require.GreaterOrEqual(t, d.Events, 1, "what it delivered comes back with the checkpoint")
+	require.Greater(t, d.Next.Offset, res.Delivery.Next.Offset, "the checkpoint's cursor moved on")
+	require.False(t, d.Exited, "the conductor runs on")
+	st, err := proc.Inspect(res.Conductor.proc())
+	require.NoError(t, err)
+	require.True(t, st.Alive, "a stopping worker leaves its conductors running")
+}
+
+// An attempt started again once its conductor has written events (the
+// retry of a StartAttempt whose worker died after the conductor started)
+// resumes: it neither takes the task's status back to dispatched (karvi
+// may say in_progress already, and would dispatch it anew) nor sends the
+// skeleton over the brief that already shows those events.
+func TestStartAttemptAgainAfterTheConductorStartedResumes(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	require.Eventually(t, func() bool {
+		fi, err := os.Stat(first.Plan.EventsPath)
+		return err == nil && fi.Size() > 0
+	}, 10*time.Second, 10*time.Millisecond, "the conductor's first event")
+	// Delivery got the event to the sink, and the phase start moved the
+	// task on.
+	d := &delivery{a: a, explain: func(_ string, _ *int, m string) string { return m },
+		brief: mapping.NewBriefState("T5", first.Plan.Summary),
+		req:   DeliverRequest{TaskID: "T5", Plan: first.Plan, TaskStatus: mapping.TaskDispatched}}
+	batch, err := tailer.ReadFrom(first.Plan.EventsPath, tailer.Cursor{}, maxBatchBytes)
+	require.NoError(t, err)
+	require.NoError(t, d.take(t.Context(), batch))
+	st, err := a.Sink.(*sink.File).Status("T5")
+	require.NoError(t, err)
+	require.Equal(t, "in_progress", st.Status)
+	held, err := a.Sink.(*sink.File).CurrentBrief(t.Context(), "T5")
+	require.NoError(t, err)
+	require.Len(t, held["log"], 1)
+
+	files := a.Sink.(*sink.File)
+	writes := &countingSink{Sink: files}
+	a.Sink = writes
+	again := startAttempt(t, env, a, 1)
+	require.Equal(t, *first.Conductor, *again.Conductor, "the same conductor")
+	require.Zero(t, writes.patches, "no brief write: the sink holds the skeleton and the event")
+	st, err = files.Status("T5")
+	require.NoError(t, err)
+	require.Equal(t, "in_progress", st.Status)
+	for _, e := range st.History[1:] {
+		require.NotEqual(t, "dispatched", e.Status, "status taken back: %+v", st.History)
+	}
+}
+
+// countingSink counts the brief writes that go through it.
+type countingSink struct {
+	sink.Sink
+	patches int
+}
+
+func (c *countingSink) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
+	c.patches++
+	return c.Sink.PatchBrief(ctx, taskID, body)
+}
