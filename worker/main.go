@@ -35,7 +35,6 @@ import (
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -156,7 +155,6 @@ func run(c config) error {
 	defer closeNotifier()
 	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
-	intakeflow.Register(w)
 	cfg := activities.Config{
 		WorkRoot:   layout.Root(),
 		Conductor:  c.conductor,

@@ -6,6 +6,7 @@ import (
 
 	"karvi-edda-temporal/workflows/accountflow"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/intentflow"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/runflow"
@@ -16,11 +17,10 @@ import (
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
-// Register adds the task, run and slot pool workflows, the reader of an
-// event stream and the fire of a schedule intent to a worker or replayer
-// under their stable names, so that the temporal CLI can start them as
-// `TaskWorkflow`, `RunWorkflow`, `SlotPoolWorkflow`, `TaskEvents`,
-// `IntentFireWorkflow` and `AccountWorkflow`.
+// Register adds every wing's workflows to a worker or replayer under their
+// stable names, so that the temporal CLI can start them as `TaskWorkflow`,
+// `RunWorkflow`, `SlotPoolWorkflow`, `TaskEvents`, `IntentFireWorkflow`,
+// `AccountWorkflow` and the intake's.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(taskflow.TaskWorkflow, workflow.RegisterOptions{Name: taskapi.TaskWorkflowName})
 	r.RegisterWorkflowWithOptions(runflow.RunWorkflow, workflow.RegisterOptions{Name: runapi.RunWorkflowName})
@@ -28,4 +28,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(taskflow.EventsWorkflow, workflow.RegisterOptions{Name: taskapi.EventsWorkflowName})
 	r.RegisterWorkflowWithOptions(intentflow.IntentFireWorkflow, workflow.RegisterOptions{Name: intentapi.FireWorkflowName})
 	r.RegisterWorkflowWithOptions(accountflow.AccountWorkflow, workflow.RegisterOptions{Name: accountapi.WorkflowName})
+	intakeflow.Register(r)
 }
