@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"karvi-edda-temporal/internal/dag"
+	"karvi-edda-temporal/dag"
 )
 
 // Check types edda's conductor knows (plan/schema.rs CheckSpec).

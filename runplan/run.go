@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"strings"
 
-	"karvi-edda-temporal/internal/dag"
+	"karvi-edda-temporal/dag"
 	"karvi-edda-temporal/mapping"
 )
 

@@ -17,7 +17,7 @@ import (
 
 // A usage limit is a pause, not a failure. The delivering tail follows the
 // agents' transcripts, stops the conductor with SIGINT the moment one shows
-// a limit (activities/limits.go) and reports it at its checkpoint. The task
+// a limit (activities/taskact/limits.go) and reports it at its checkpoint. The task
 // then waits on a durable timer until the limit's reset plus a margin (or
 // a resume signal) and continues the SAME plan: the phases that failed on
 // the limit are reset with `conduct retry`, the ones that passed are not

@@ -19,7 +19,7 @@ import (
 // A stall is a phase whose conductor writes no event and whose agent
 // writes no transcript line for longer than the threshold (the dispatch's
 // stallAfterSec, else the worker's -stall-after). The delivering tail
-// watches for it (activities/stall.go) and returns when it begins; the
+// watches for it (activities/taskact/stall.go) and returns when it begins; the
 // workflow reports it (a brief note, a step in the canonical stream, a
 // metric, a webhook notification of kind stalled, the run's status, the
 // Web UI's details) and acts as the dispatch's onStall (else the worker's
