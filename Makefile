@@ -20,7 +20,7 @@ build:
 	$(GO) build -o $(BIN)/worker ./worker
 	$(GO) build -o $(BIN)/starter ./starter
 	$(GO) build -o $(BIN)/eddasim ./testdata/eddasim
-	$(GO) build -o $(BIN)/karvifake ./internal/karvifake/cmd/karvifake
+	$(GO) build -o $(BIN)/karvifake ./testkit/karvifake/cmd/karvifake
 
 # The temporal CLI (dev server + Web UI), from its own module.
 temporal: $(TEMPORAL)

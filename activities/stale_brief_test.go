@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // An earlier workflow's brief for the task (from another host, or karvi's

@@ -17,8 +17,8 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/notify"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )

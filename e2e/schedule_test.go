@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"karvi-edda-temporal/intent"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/intentapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runapi"
 	"karvi-edda-temporal/workflows/slotapi"
 	"karvi-edda-temporal/workflows/taskapi"

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/karvifake"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // The tail delivers each event's PATCH as soon as it reads the line, and

@@ -28,8 +28,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 

@@ -32,9 +32,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"karvi-edda-temporal/internal/devenv"
 	hostq "karvi-edda-temporal/internal/fleet"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // karvi's token is rotated while the worker is down: the delivery retried

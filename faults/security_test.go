@@ -38,9 +38,9 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/codec"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // clusterOptions point benchrun at the PostgreSQL-backed Temporal server of

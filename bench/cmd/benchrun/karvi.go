@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // KarviLimitResult is one row of the "karvi at defaults" scenario: short

@@ -27,8 +27,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots", "karvi"}

@@ -15,10 +15,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/taskapi"
 )
 

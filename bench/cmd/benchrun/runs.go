@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/runapi"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // tunedConfig is the dev server configuration the report compares against

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/slots"
+	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/slotapi"
 	"karvi-edda-temporal/workflows/taskapi"
 )

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // Options shape one test's rig.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // Workspace makes the task's working directory a git repository the

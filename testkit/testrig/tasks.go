@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskapi"
 )

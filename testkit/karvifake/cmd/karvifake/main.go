@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 type taskFlags []karvifake.Task

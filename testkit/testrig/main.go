@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"karvi-edda-temporal/internal/devenv"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // binaries are what the suites run: a missing one fails the whole suite

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // Fixtures: example A (testdata/examples/A, a three-phase task as the

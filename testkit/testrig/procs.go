@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // What runs on the machine, read from /proc: the bridge's promise is one
