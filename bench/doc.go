@@ -5,7 +5,7 @@
 //
 // `make bench` runs the program in cmd/benchrun against real processes: a
 // Temporal dev server (testkit/devenv), the worker binary with the karvi
-// sink, the conductor simulator (testdata/eddasim, whose event ts is the
+// sink, the conductor simulator (cmd/eddasim, whose event ts is the
 // RFC3339Nano wall-clock time of the write) and karvi-compatible sinks
 // (testkit/karvifake, which records each write's arrival time). A PATCH is
 // matched to the event it carries by the brief log entry it appends (the
