@@ -8,7 +8,12 @@
 // status query, reads what the sinks received, and checks on cleanup that no
 // conductor process outlived the test.
 //
-// It builds only with the realserver tag, like the suites it serves: they
-// need the temporal CLI and the project's binaries (`make temporal build`),
-// and fail, never skip, when those are missing.
+// Every suite polls with its waits: WaitFor, Eventually and EventuallyEvery
+// (and Query for a workflow's query); a wait that times out says what it
+// waited for and what it saw last.
+//
+// The rig builds only with the realserver tag, like the suites it serves:
+// they need the temporal CLI and the project's binaries (`make temporal
+// build`), and fail, never skip, when those are missing. The waits build
+// without it, for unit tests.
 package testrig

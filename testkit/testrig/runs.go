@@ -50,7 +50,7 @@ func (r *Rig) RunResult(wr client.WorkflowRun, within time.Duration) runstatus.S
 // RunView queries a run's view.
 func (r *Rig) RunView(slug string) runapi.View {
 	r.t.Helper()
-	return query[runapi.View](r, runapi.WorkflowID(slug), runapi.QueryView)
+	return Query[runapi.View](r, runapi.WorkflowID(slug), runapi.QueryView)
 }
 
 // WaitRun polls the run's view until cond holds (what names it in the

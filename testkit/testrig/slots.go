@@ -60,7 +60,7 @@ func (r *Rig) TrySetPool(pool string, req slotapi.SetRequest) (slotapi.View, err
 // Pool queries a pool's view.
 func (r *Rig) Pool(pool string) slotapi.View {
 	r.t.Helper()
-	return query[slotapi.View](r, slotapi.WorkflowID(pool), slotapi.QuerySlots)
+	return Query[slotapi.View](r, slotapi.WorkflowID(pool), slotapi.QuerySlots)
 }
 
 // WaitPool polls a pool's view until cond holds (what names it in the

@@ -134,20 +134,25 @@ func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(taskapi.S
 // second), so its status would name the phase too late for a short one.
 func (r *Rig) WaitPhase(taskID, phase string) taskapi.Status {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	var found taskapi.Status
+	EventuallyEvery(r.t, 2*time.Minute, 10*time.Millisecond, "task "+taskID+": a conductor running phase "+phase, func() (any, bool) {
 		runs, err := devenv.Runs(r.WorkRoot)
 		require.NoError(r.t, err)
+		var plans []string
 		for _, run := range runs {
-			if run.TaskID == taskID && run.Handle.PID > 0 && PhaseRunning(r.EventsPath(taskID, run.Plan), phase) {
-				return taskapi.Status{TaskID: taskID, Stage: taskapi.StageRunning, PlanName: run.Plan,
+			if run.TaskID != taskID {
+				continue
+			}
+			plans = append(plans, fmt.Sprintf("%s (pid %d)", run.Plan, run.Handle.PID))
+			if run.Handle.PID > 0 && PhaseRunning(r.EventsPath(taskID, run.Plan), phase) {
+				found = taskapi.Status{TaskID: taskID, Stage: taskapi.StageRunning, PlanName: run.Plan,
 					CurrentPhase: phase, ConductorPID: run.Handle.PID}
+				return nil, true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	r.t.Fatalf("task %s: no conductor ran phase %s within 2 minutes", taskID, phase)
-	return taskapi.Status{}
+		return plans, false
+	})
+	return found
 }
 
 // PhaseRunning reports whether a conductor's events.jsonl, as it is now,

@@ -1,41 +1,78 @@
-//go:build realserver
-
 package testrig
 
 import (
-	"context"
 	"encoding/json"
+	"fmt"
+	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
-// query asks a workflow's query and decodes its answer.
-func query[T any](r *Rig, workflowID, name string) T {
-	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, err := r.Client.QueryWorkflow(ctx, workflowID, "", name)
-	require.NoError(r.t, err)
-	var out T
-	require.NoError(r.t, v.Get(&out))
-	return out
+// The waits every suite polls with. Temporal pushes no query answers and
+// the processes under test announce nothing, so a test watches by polling;
+// the timeout is a safety net against a hung test, never a timing
+// assertion. A wait that times out fails the test saying what it waited
+// for and what it saw last. These build without the realserver tag, so
+// unit tests use them too.
+
+// every is how often the waits poll unless told otherwise.
+const every = 50 * time.Millisecond
+
+// WaitFor calls fetch every 50 ms until cond holds of what it returned, and
+// returns that. After timeout the test fails naming what and showing, as
+// JSON, what fetch returned last.
+func WaitFor[T any](t testing.TB, timeout time.Duration, what string, fetch func() T, cond func(T) bool) T {
+	t.Helper()
+	var last T
+	EventuallyEvery(t, timeout, every, what, func() (any, bool) {
+		last = fetch()
+		return last, cond(last)
+	})
+	return last
 }
 
-// waitFor fetches until cond holds, for at most two minutes; on timeout
-// the test fails naming who and what, with show(last) as JSON.
-func waitFor[T any](r *Rig, who, what string, fetch func() T, cond func(T) bool, show func(T) any) T {
-	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+// Eventually calls check every 50 ms until it reports ok. check also
+// returns what it saw, which a timeout shows: after timeout the test fails
+// naming what and showing what check saw last.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func() (seen any, ok bool)) {
+	t.Helper()
+	EventuallyEvery(t, timeout, every, what, check)
+}
+
+// EventuallyEvery is Eventually polling every interval instead, for a wait
+// that must act the moment something changes (a kill timed right after a
+// write lands) or one whose check is costly.
+func EventuallyEvery(t testing.TB, timeout, interval time.Duration, what string, check func() (seen any, ok bool)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	for {
-		v := fetch()
-		if cond(v) {
-			return v
+		seen, ok := check()
+		if ok {
+			return
 		}
-		if time.Now().After(deadline) {
-			data, _ := json.MarshalIndent(show(v), "", "  ")
-			r.t.Fatalf("%s: timed out waiting for %s; last seen:\n%s", who, what, data)
+		if !time.Now().Before(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, show(seen))
+			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(interval)
 	}
+}
+
+// show renders what a wait saw for its failure message: an error or a
+// string as it is, anything else as indented JSON.
+func show(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "nothing"
+	case error:
+		return v.Error()
+	case string:
+		return v
+	case fmt.Stringer:
+		return v.String()
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprintf("%+v", v)
+	}
+	return "\n" + string(data)
 }
