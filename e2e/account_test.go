@@ -34,11 +34,7 @@ func phaseStarts(r *testrig.Rig, task, plan string) map[string]int {
 
 func accountView(t *testing.T, r *testrig.Rig, account string) accountapi.View {
 	t.Helper()
-	v, err := r.Client.QueryWorkflow(context.Background(), accountapi.WorkflowID(account), "", accountapi.QueryAccount)
-	require.NoError(t, err)
-	var view accountapi.View
-	require.NoError(t, v.Get(&view))
-	return view
+	return testrig.Query[accountapi.View](r, accountapi.WorkflowID(account), accountapi.QueryAccount)
 }
 
 // keepTaskHistory replays task taskID's history on the current code and,

@@ -97,34 +97,16 @@ func (r *Rig) queryStatus(ctx context.Context, taskID string) (taskapi.Status, e
 // fails with the last status seen.
 func (r *Rig) WaitFor(taskID, what string, cond func(taskapi.Status) bool) taskapi.Status {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := r.waitStatus(ctx, taskID, cond)
-	if err != nil {
-		r.t.Fatalf("task %s: %s never happened: %v", taskID, what, err)
-	}
-	return s
-}
-
-func (r *Rig) waitStatus(ctx context.Context, taskID string, cond func(taskapi.Status) bool) (taskapi.Status, error) {
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
 	var last taskapi.Status
-	var lastErr error
-	for {
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		s, err := r.queryStatus(qctx, taskID)
-		cancel()
-		if err == nil && cond(s) {
-			return s, nil
+	Eventually(r.t, 2*time.Minute, "task "+taskID+": "+what, func() (any, bool) {
+		s, err := r.Status(taskID)
+		if err != nil {
+			return fmt.Errorf("status %+v; query error %w", last, err), false
 		}
-		last, lastErr = s, err
-		select {
-		case <-ctx.Done():
-			return last, fmt.Errorf("%w (last status %+v, last query error %v)", ctx.Err(), last, lastErr)
-		case <-tick.C:
-		}
-	}
+		last = s
+		return s, cond(s)
+	})
+	return last
 }
 
 // WaitPhase waits until a conductor of the task runs phase, as its run

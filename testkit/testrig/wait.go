@@ -1,6 +1,7 @@
 package testrig
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -43,17 +44,39 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() (
 // write lands) or one whose check is costly.
 func EventuallyEvery(t testing.TB, timeout, interval time.Duration, what string, check func() (seen any, ok bool)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if seen, ok := poll(ctx, interval, check); !ok {
+		t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, show(seen))
+	}
+}
+
+// Poll calls check every interval until it reports ok, and returns nil; if
+// ctx ends first it returns an error naming what and showing what check saw
+// last. It never fails a test itself, so a goroutine other than the test's
+// may wait with it.
+func Poll(ctx context.Context, interval time.Duration, what string, check func() (seen any, ok bool)) error {
+	if seen, ok := poll(ctx, interval, check); !ok {
+		return fmt.Errorf("waiting for %s: %w; last seen: %s", what, ctx.Err(), show(seen))
+	}
+	return nil
+}
+
+// poll checks before it first waits, so a check that holds at once never
+// waits; on ctx's end it returns what check saw last.
+func poll(ctx context.Context, interval time.Duration, check func() (seen any, ok bool)) (any, bool) {
+	tick := time.NewTicker(max(interval, time.Microsecond))
+	defer tick.Stop()
 	for {
 		seen, ok := check()
 		if ok {
-			return
+			return nil, true
 		}
-		if !time.Now().Before(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, show(seen))
-			return
+		select {
+		case <-ctx.Done():
+			return seen, false
+		case <-tick.C:
 		}
-		time.Sleep(interval)
 	}
 }
 

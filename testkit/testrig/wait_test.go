@@ -1,6 +1,7 @@
 package testrig
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -76,4 +77,12 @@ func TestEventuallyChecksBeforeItWaits(t *testing.T) {
 		Eventually(tb, 0, "at once", func() (any, bool) { calls++; return nil, true })
 	}))
 	require.Equal(t, 1, calls)
+}
+
+func TestPollReturnsTheFailureInsteadOfFailing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := Poll(ctx, time.Millisecond, "docs", func() (any, bool) { return []string{"implement"}, false })
+	require.EqualError(t, err, "waiting for docs: context deadline exceeded; last seen: \n[\n  \"implement\"\n]")
+	require.NoError(t, Poll(context.Background(), time.Millisecond, "at once", func() (any, bool) { return nil, true }))
 }
