@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // The behaviours below are the real edda conductor's, as measured; the
@@ -127,9 +129,9 @@ phases:
 	}
 	// Past its timeout (1 s after it started) a run calls it stale but
 	// saves nothing.
-	waitFor(t, func() bool {
+	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a run to call phase a stale", func() (any, bool) {
 		res := runSim(t, dir, nil, "conduct", "run", "plan.yaml")
-		return strings.Contains(res.stdout, `Plan blocked: phase "a" is Some(Stale)`)
+		return res.stdout, strings.Contains(res.stdout, `Plan blocked: phase "a" is Some(Stale)`)
 	})
 	if a := mustPhase(t, readPlanState(t, dir, "killed"), "a"); a.Status != phaseRunning {
 		t.Errorf("phase a = %q, want still running on disk", a.Status)

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // simBin is the simulator binary built once for all tests.
@@ -213,17 +215,18 @@ func mustPhase(t *testing.T, st *PlanState, id string) *PhaseState {
 // waitForEvent polls events.jsonl until pred holds for some event.
 func waitForEvent(t *testing.T, cwd, plan string, pred func(event) bool) event {
 	t.Helper()
-	deadline := time.Now().Add(safetyNet)
-	for time.Now().Before(deadline) {
-		for _, e := range readEvents(t, cwd, plan) {
+	var found event
+	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a matching event in "+cwd, func() (any, bool) {
+		events := readEvents(t, cwd, plan)
+		for _, e := range events {
 			if pred(e) {
-				return e
+				found = e
+				return nil, true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no matching event in %s within %v; events: %v", cwd, safetyNet, typesOf(readEvents(t, cwd, plan)))
-	return nil
+		return fmt.Sprintf("events %v", typesOf(events)), false
+	})
+	return found
 }
 
 func isType(typ, phase string) func(event) bool {
@@ -254,18 +257,6 @@ func assertExit(t *testing.T, res simResult, want int) {
 	t.Helper()
 	if res.code != want {
 		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", res.code, want, res.stdout, res.stderr)
-	}
-}
-
-// waitFor polls cond until it holds, failing after the safety net.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(safetyNet)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", safetyNet)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // threePhases is the shape of examples A and B: test and docs both depend
@@ -805,10 +809,10 @@ phases:
 	waitForEvent(t, dir, "with-child", isType("phase_start", "a"))
 	pidFile := filepath.Join(stateDir(dir, "with-child"), "agent-a.pid")
 	var childPid int
-	waitFor(t, func() bool {
+	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "the agent child's pid in "+pidFile, func() (any, bool) {
 		data, err := os.ReadFile(pidFile)
 		childPid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
-		return err == nil && childPid > 0
+		return fmt.Sprintf("%q (%v)", data, err), err == nil && childPid > 0
 	})
 	if pgid, err := syscall.Getpgid(childPid); err != nil || pgid != cmd.Process.Pid {
 		t.Fatalf("agent child pgid %d (%v), want the conductor's group %d", pgid, err, cmd.Process.Pid)
@@ -820,7 +824,9 @@ phases:
 		t.Fatal(err)
 	}
 	waitExit(t, cmd)
-	waitFor(t, func() bool { return processGone(childPid) })
+	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, fmt.Sprintf("the agent child %d to exit", childPid), func() (any, bool) {
+		return "still running", processGone(childPid)
+	})
 }
 
 func TestStatusCommand(t *testing.T) {
