@@ -82,10 +82,11 @@ func run() error {
 	if *token != "" || *operator != "" || *viewer != "" {
 		auth = "on"
 	}
-	fmt.Printf("karvifake listening on %s (auth %s, %d tasks)\n", url, auth, len(tasks))
-
+	// Catch SIGTERM before saying it listens: a caller may signal as soon
+	// as it reads the line.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	fmt.Printf("karvifake listening on %s (auth %s, %d tasks)\n", url, auth, len(tasks))
 	<-ctx.Done()
 	return nil
 }
