@@ -4,7 +4,7 @@
 GO        ?= go
 BIN       := $(CURDIR)/bin
 TEMPORAL  := $(BIN)/temporal
-PKGS      := ./... ./testdata/eddasim/...
+PKGS      := ./...
 # Suites that need a real dev server and the binaries above build only with
 # this tag; `make test` and `make check` set it, `make unit` does not.
 TAGS      := realserver
@@ -19,8 +19,8 @@ all: build
 build:
 	$(GO) build -o $(BIN)/worker ./worker
 	$(GO) build -o $(BIN)/starter ./starter
-	$(GO) build -o $(BIN)/eddasim ./testdata/eddasim
-	$(GO) build -o $(BIN)/karvifake ./internal/karvifake/cmd/karvifake
+	$(GO) build -o $(BIN)/eddasim ./cmd/eddasim
+	$(GO) build -o $(BIN)/karvifake ./cmd/karvifake
 
 # The temporal CLI (dev server + Web UI), from its own module.
 temporal: $(TEMPORAL)
@@ -74,7 +74,7 @@ run-many: temporal build
 BENCHOUT   ?= .run/bench
 BENCHFLAGS ?=
 bench: temporal build
-	$(GO) build -o $(BIN)/benchrun ./bench/cmd/benchrun
+	$(GO) build -o $(BIN)/benchrun ./cmd/benchrun
 	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(BIN)/benchrun -out $(BENCHOUT) $(BENCHFLAGS)
 
 # A PostgreSQL-backed Temporal server on 127.0.0.1 (docs/deploy.md):

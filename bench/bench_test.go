@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 func TestSummarize(t *testing.T) {

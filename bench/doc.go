@@ -4,10 +4,10 @@
 // memory, side by side with the same work done without Temporal.
 //
 // `make bench` runs the program in cmd/benchrun against real processes: a
-// Temporal dev server (internal/devenv), the worker binary with the karvi
-// sink, the conductor simulator (testdata/eddasim, whose event ts is the
+// Temporal dev server (testkit/devenv), the worker binary with the karvi
+// sink, the conductor simulator (cmd/eddasim, whose event ts is the
 // RFC3339Nano wall-clock time of the write) and karvi-compatible sinks
-// (internal/karvifake, which records each write's arrival time). A PATCH is
+// (testkit/karvifake, which records each write's arrival time). A PATCH is
 // matched to the event it carries by the brief log entry it appends (the
 // entry's time is the event's ts and its action the event's type), so
 // event-to-PATCH latency is the fake's receipt time minus the event's ts,

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // EventStamp is one conductor event and the moment it was written.

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
@@ -34,11 +34,7 @@ func phaseStarts(r *testrig.Rig, task, plan string) map[string]int {
 
 func accountView(t *testing.T, r *testrig.Rig, account string) accountapi.View {
 	t.Helper()
-	v, err := r.Client.QueryWorkflow(context.Background(), accountapi.WorkflowID(account), "", accountapi.QueryAccount)
-	require.NoError(t, err)
-	var view accountapi.View
-	require.NoError(t, v.Get(&view))
-	return view
+	return testrig.Query[accountapi.View](r, accountapi.WorkflowID(account), accountapi.QueryAccount)
 }
 
 // keepTaskHistory replays task taskID's history on the current code and,

@@ -22,11 +22,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities/runact"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/karvifake"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/runflow/runapi"
@@ -115,22 +115,15 @@ func eddaTask(id string) map[string]any {
 // waitKarvi waits until every task has the status on the fake board.
 func waitKarvi(t *testing.T, r *testrig.Rig, status string, ids ...string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	testrig.EventuallyEvery(t, 3*time.Minute, 200*time.Millisecond, fmt.Sprintf("tasks %v %s on karvi", ids, status), func() (any, bool) {
 		var behind []string
 		for _, id := range ids {
 			if tk, ok := r.Karvi.Task(id); !ok || tk.Status != status {
 				behind = append(behind, fmt.Sprintf("%s=%s", id, tk.Status))
 			}
 		}
-		if len(behind) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks not %s on karvi: %v", status, behind)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Sprintf("not %s: %v", status, behind), len(behind) == 0
+	})
 }
 
 // runsOf counts the workflow runs of a task id, closed ones included.
@@ -146,13 +139,7 @@ func runsOf(t *testing.T, r *testrig.Rig, taskID string) int {
 
 func intakeStatus(t *testing.T, r *testrig.Rig) intakeapi.Status {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, err := r.Client.QueryWorkflow(ctx, intakeapi.WorkflowID(r.Karvi.URL()), "", intakeapi.QueryStatus)
-	require.NoError(t, err)
-	var st intakeapi.Status
-	require.NoError(t, v.Get(&st))
-	return st
+	return testrig.Query[intakeapi.Status](r, intakeapi.WorkflowID(r.Karvi.URL()), intakeapi.QueryStatus)
 }
 
 // A task created on the board runs to its end by itself, with no starter
@@ -636,13 +623,7 @@ func TestIntakeRunTaskFailedSentBackIsRetriedByItsRun(t *testing.T) {
 		return wf != ""
 	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
 	r.Track(wf)
-	runDoc := func() runstatus.Status {
-		v, err := r.Client.QueryWorkflow(context.Background(), wf, "", runapi.QueryStatus)
-		require.NoError(t, err)
-		var doc runstatus.Status
-		require.NoError(t, v.Get(&doc))
-		return doc
-	}
+	runDoc := func() runstatus.Status { return testrig.Query[runstatus.Status](r, wf, runapi.QueryStatus) }
 	require.Eventually(t, func() bool { return runDoc().Tasks[ids[0]].Status == runstatus.TaskFailed },
 		2*time.Minute, 300*time.Millisecond, "the task fails in its run")
 	waitKarvi(t, r, "blocked", ids[0])

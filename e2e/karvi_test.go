@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/karvifake"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 

@@ -5,7 +5,7 @@ package e2e
 import (
 	"testing"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // Every test shares one dev server; each has its own task queue, work root

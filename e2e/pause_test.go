@@ -17,8 +17,8 @@ import (
 
 	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/internal/notify"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )

@@ -19,10 +19,10 @@ import (
 
 	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/canonical"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"karvi-edda-temporal/intent"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -87,20 +87,17 @@ func (in *intents) dispatch(id, message string) string {
 // test from hanging the suite.
 func (in *intents) wait(name, what string, cond func(intentapi.View) bool) intentapi.View {
 	in.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
 	var last intentapi.View
-	var lastErr error
-	for time.Now().Before(deadline) {
+	testrig.EventuallyEvery(in.t, 3*time.Minute, 200*time.Millisecond, "intent "+name+": "+what, func() (any, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		v, err := in.x.Get(ctx, name)
 		cancel()
-		if err == nil && cond(v) {
-			return v
+		if err != nil {
+			return fmt.Errorf("view %s; error %w", testrig.MustJSON(in.t, last), err), false
 		}
-		last, lastErr = v, err
-		time.Sleep(200 * time.Millisecond)
-	}
-	in.t.Fatalf("intent %s: %s never happened; last view %s (error %v)", name, what, testrig.MustJSON(in.t, last), lastErr)
+		last = v
+		return v, cond(v)
+	})
 	return last
 }
 

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -55,10 +55,9 @@ func TestSlotPoolCapsConductorsAcrossRuns(t *testing.T) {
 	}
 
 	// Catch one task in line and read what it says of itself.
-	seen := false
-	deadline := time.Now().Add(time.Minute)
-	for !seen && time.Now().Before(deadline) {
-		for _, w := range r.Pool(pool).Waiters {
+	testrig.EventuallyEvery(t, time.Minute, time.Millisecond, "a task seen waiting in line", func() (any, bool) {
+		waiters := r.Pool(pool).Waiters
+		for _, w := range waiters {
 			s, err := r.Status(w.Task)
 			if err != nil || s.Slot == nil || s.Slot.State != "waiting" || s.Slot.Position == 0 {
 				continue // granted meanwhile, or its request still on its way
@@ -68,12 +67,11 @@ func TestSlotPoolCapsConductorsAcrossRuns(t *testing.T) {
 			details := r.CurrentDetails(w.Task)
 			if strings.Contains(details, "Waiting for a slot (position ") {
 				require.Contains(t, details, " in pool "+pool+")")
-				seen = true
-				break
+				return nil, true
 			}
 		}
-	}
-	require.True(t, seen, "no task was ever seen waiting in line")
+		return waiters, false
+	})
 
 	for slug, run := range runs {
 		doc := r.RunResult(run, 5*time.Minute)
@@ -131,11 +129,10 @@ func TestSlotLimitChangesTakeEffectAtOnce(t *testing.T) {
 	v = r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 3})
 	require.Equal(t, line[:3], holders(v), "raising the limit granted the first two in line at once")
 	require.Equal(t, line[3:], waiters(v))
-	deadline := time.Now().Add(time.Minute)
-	for len(r.LiveConductors()) < 3 {
-		require.True(t, time.Now().Before(deadline), "the two granted tasks never started their conductors")
-		time.Sleep(20 * time.Millisecond)
-	}
+	testrig.EventuallyEvery(t, time.Minute, 20*time.Millisecond, "the two granted tasks to start their conductors", func() (any, bool) {
+		live := r.LiveConductors()
+		return fmt.Sprintf("%d live conductors", len(live)), len(live) >= 3
+	})
 
 	v = r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 1})
 	require.Equal(t, line[:3], holders(v), "lowering the limit takes no slot back")

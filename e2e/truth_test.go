@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/karvifake"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/karvifake"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )

@@ -14,6 +14,7 @@ package faults
 // SIGCONT: no step depends on how fast anything runs.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,10 +25,10 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -58,16 +59,11 @@ func thawConductor(t *testing.T, h proc.Handle) {
 // deadline is a safety net only.
 func awaitConductorExit(t *testing.T, h proc.Handle) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	testrig.EventuallyEvery(t, 2*time.Minute, 20*time.Millisecond, fmt.Sprintf("conductor pid %d to exit", h.PID), func() (any, bool) {
 		st, err := proc.Inspect(h)
 		require.NoError(t, err)
-		if !st.Alive {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("conductor pid %d never exited", h.PID)
+		return st, !st.Alive
+	})
 }
 
 // countLines counts the complete lines of a file.

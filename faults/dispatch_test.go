@@ -28,8 +28,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -257,19 +257,13 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 func requireQueueIdle(t *testing.T, r *rig) {
 	t.Helper()
 	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.Queue)
-	deadline := time.Now().Add(time.Minute)
-	var n int64 = -1
-	for time.Now().Before(deadline) {
+	testrig.EventuallyEvery(t, time.Minute, 100*time.Millisecond, "no workflow running on "+r.Queue, func() (any, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: r.Server.Namespace, Query: query})
 		cancel()
 		require.NoError(t, err)
-		if n = resp.GetCount(); n == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.Zero(t, n, "workflows still running on %s", r.Queue)
+		return fmt.Sprintf("%d workflows still running", resp.GetCount()), resp.GetCount() == 0
+	})
 	for _, id := range r.Started() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		desc, err := r.Client.DescribeWorkflowExecution(ctx, id, "")

@@ -23,7 +23,7 @@
 //   - conductor faults, bad event-log input, bad dispatch input and the
 //     security checks (conductor_test.go, input_test.go, security_test.go).
 //
-// internal/testrig runs the processes; rig_test.go adds the invariants the
+// testkit/testrig runs the processes; rig_test.go adds the invariants the
 // tests check at their end. Everything is bounded: deadlines exist only as
 // safety nets, and no assertion depends on timing.
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/temporalproto"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 

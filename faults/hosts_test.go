@@ -32,9 +32,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"karvi-edda-temporal/internal/devenv"
 	hostq "karvi-edda-temporal/internal/fleet"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -125,18 +125,18 @@ func (f *fleetRig) newHost(name string, env []string) *host {
 func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	path := fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)
-	deadline := time.Now().Add(30 * time.Second) // a safety net, not a timing test
-	for {
+	child := 0
+	testrig.EventuallyEvery(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("process %d to fork", pid), func() (any, bool) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err, "process %d is gone", pid)
 		if f := strings.Fields(string(data)); len(f) > 0 {
-			child, err := strconv.Atoi(f[0])
+			child, err = strconv.Atoi(f[0])
 			require.NoError(t, err)
-			return child
+			return nil, true
 		}
-		require.True(t, time.Now().Before(deadline), "process %d never forked", pid)
-		time.Sleep(5 * time.Millisecond)
-	}
+		return "no child", false
+	})
+	return child
 }
 
 // start starts a worker of the host, inside its namespace, and waits until
@@ -175,37 +175,37 @@ func (h *host) start() *nsWorker {
 	w.pid = childOf(t, w.cmd.Process.Pid)
 	h.worker = w
 	// Polling both queues: the SDK says so once per queue.
-	deadline := time.Now().Add(time.Minute) // a safety net
-	for {
+	testrig.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "worker of host "+h.name+" to poll", func() (any, bool) {
 		data, _ := os.ReadFile(w.log)
 		if strings.Count(string(data), `msg="Started Worker"`) >= 2 {
-			return w
+			return nil, true
 		}
 		select {
 		case <-w.done:
 			t.Fatalf("worker of host %s exited at start: %v\n%s", h.name, w.err, data)
 		default:
 		}
-		require.True(t, time.Now().Before(deadline), "worker of host %s never polled", h.name)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return string(data), false
+	})
+	return w
 }
 
 // waitLog waits until the worker's log has a line containing s, and
 // returns that line.
 func (w *nsWorker) waitLog(t *testing.T, s string) string {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute) // a safety net, not a timing test
-	for {
+	found := ""
+	testrig.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "the worker to log "+s, func() (any, bool) {
 		data, _ := os.ReadFile(w.log)
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if strings.Contains(line, s) {
-				return line
+				found = line
+				return nil, true
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "the worker never logged %s", s)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return string(data), false
+	})
+	return found
 }
 
 // stop asks the host's worker to stop (SIGTERM) and waits for it to exit;

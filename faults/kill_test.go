@@ -23,7 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )

@@ -3,6 +3,7 @@
 package faults
 
 import (
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // karvi's token is rotated while the worker is down: the delivery retried
@@ -50,15 +51,10 @@ func rotateBetweenKillAndRetry(t *testing.T, entries int) {
 		"[sim phase=implement events=15 delay=5s] [sim phase=test events=15 delay=15s] [sim phase=docs events=5 delay=1s]"))
 	// Kill once the tail delivers: a PATCH just reached karvi and the
 	// workflow has not heard of it, so the retry must read the brief.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testrig.EventuallyEvery(t, 60*time.Second, 5*time.Millisecond, "an event to reach karvi", func() (any, bool) {
 		log, _ := r.KarviBrief(id)["log"].([]any)
-		if len(log) >= entries {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "no event reached karvi")
-		time.Sleep(5 * time.Millisecond)
-	}
+		return fmt.Sprintf("%d log entries, want %d", len(log), entries), len(log) >= entries
+	})
 	require.NoError(t, r.KillWorker())
 	rotated.Store(true)
 	r.StartWorker()
@@ -71,11 +67,10 @@ func rotateBetweenKillAndRetry(t *testing.T, entries int) {
 	}
 	// The conductor ran its plan to the end (it exits a moment after its
 	// last event), instead of being left running by a failed workflow.
-	gone := time.Now().Add(5 * time.Second)
-	for len(r.LiveConductors()) > 0 {
-		require.True(t, time.Now().Before(gone), "the task ended and left its conductor running")
-		time.Sleep(50 * time.Millisecond)
-	}
+	testrig.Eventually(t, 5*time.Second, "the conductor to exit after the task ended", func() (any, bool) {
+		live := r.LiveConductors()
+		return live, len(live) == 0
+	})
 	st, qerr := r.Status(id)
 	require.NoError(t, qerr)
 	require.Contains(t, st.SinkProblem, "401")

@@ -2,7 +2,7 @@
 
 package faults
 
-// The fault suite's own part of the rig: internal/testrig runs the
+// The fault suite's own part of the rig: testkit/testrig runs the
 // processes, this file adds the invariants every fault test checks at its
 // end (one conductor process per attempt, one brief log entry per event, a
 // brief that equals what its events make).
@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 func TestMain(m *testing.M) { testrig.Main(m, "faults") }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 

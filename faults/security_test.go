@@ -38,9 +38,9 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/codec"
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -641,16 +641,9 @@ func TestPayloadCodec(t *testing.T) {
 	r.Track(run.GetID())
 
 	// Only a client with the key can read the status query's answer.
-	var s taskapi.Status
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.CurrentPhase != "docs" || s.ConductorPID == 0 {
-		require.True(t, time.Now().Before(deadline), "phase docs never ran (last status %+v)", s)
-		time.Sleep(50 * time.Millisecond)
-		v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", taskapi.QueryStatus)
-		if err == nil {
-			require.NoError(t, v.Get(&s))
-		}
-	}
+	s := keyedStatus(t, ccl, run.GetID(), "phase docs to run", func(s taskapi.Status) bool {
+		return s.CurrentPhase == "docs" && s.ConductorPID != 0
+	})
 	_, err = r.Status("CD1")
 	require.Error(t, err, "a client without the key cannot decode the status")
 	h := conductorHandle(t, r, "CD1", s.PlanName)
@@ -770,15 +763,9 @@ func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
 		taskapi.TaskInput{Dispatch: testrig.Dispatch(t, "EV1", "Environment task [sim phase=docs hang=forever]")})
 	require.NoError(t, err)
 	r.Track(run.GetID())
-	var s taskapi.Status
-	deadline := time.Now().Add(2 * time.Minute)
-	for s.CurrentPhase != "docs" || s.ConductorPID == 0 {
-		require.True(t, time.Now().Before(deadline), "phase docs never ran (last status %+v)", s)
-		time.Sleep(50 * time.Millisecond)
-		if v, err := ccl.QueryWorkflow(ctx, run.GetID(), "", taskapi.QueryStatus); err == nil {
-			require.NoError(t, v.Get(&s))
-		}
-	}
+	s := keyedStatus(t, ccl, run.GetID(), "phase docs to run", func(s taskapi.Status) bool {
+		return s.CurrentPhase == "docs" && s.ConductorPID != 0
+	})
 	h := conductorHandle(t, r, "EV1", s.PlanName)
 	requireEnvFree(t, h.PGID, forbidden...)
 
@@ -787,4 +774,19 @@ func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
 	require.NoError(t, run.Get(ctx, &res))
 	require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 	assertNoConductorGroups(t, r)
+}
+
+// keyedStatus waits, through a client with the payload key, until the
+// task's status query answers what cond wants; query errors count as no
+// answer yet.
+func keyedStatus(t *testing.T, ccl client.Client, workflowID, what string, cond func(taskapi.Status) bool) taskapi.Status {
+	t.Helper()
+	var s taskapi.Status
+	testrig.Eventually(t, 2*time.Minute, what, func() (any, bool) {
+		if v, err := ccl.QueryWorkflow(context.Background(), workflowID, "", taskapi.QueryStatus); err == nil {
+			require.NoError(t, v.Get(&s))
+		}
+		return s, cond(s)
+	})
+	return s
 }

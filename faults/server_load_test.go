@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // The Temporal server is killed and started again while 50 tasks run, most
@@ -50,10 +50,11 @@ func TestServerRestartUnderLoadLosesNothing(t *testing.T) {
 	// so every task is past its start; a 20 s test phase keeps them
 	// running through the restart, however slowly 50 start on a loaded machine.
 	last := ids[n-1]
-	for !hasEvent(r.EventsPath(last, r.PlanName(last, 1)), "phase_start", "implement") {
-		require.NoError(t, ctx.Err(), "the last task's conductor never started")
-		time.Sleep(20 * time.Millisecond)
-	}
+	dl, _ := ctx.Deadline()
+	testrig.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the last task's conductor to start", func() (any, bool) {
+		events := r.EventsPath(last, r.PlanName(last, 1))
+		return "no phase_start of implement in " + events, hasEvent(events, "phase_start", "implement")
+	})
 	done := 0
 	for _, id := range ids {
 		if r.KarviStatus(id) == "completed" {

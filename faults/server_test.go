@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/internal/devenv"
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -43,10 +43,10 @@ func TestServerRestartMidRun(t *testing.T) {
 
 	// The second restart waits for the conductor, not the workflow, so it
 	// lands wherever the workflow happens to be after the first.
-	for !hasEvent(r.EventsPath(id, plan), "phase_start", "docs") {
-		require.NoError(t, ctx.Err(), "conductor never reached docs")
-		time.Sleep(20 * time.Millisecond)
-	}
+	dl, _ := ctx.Deadline()
+	testrig.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the conductor to reach docs", func() (any, bool) {
+		return "no phase_start of docs in " + r.EventsPath(id, plan), hasEvent(r.EventsPath(id, plan), "phase_start", "docs")
+	})
 	require.NoError(t, srv.Restart(ctx), "second restart")
 
 	res := r.Result(run)

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/testrig"
+	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -191,12 +191,12 @@ func TestAbortRacingCompletion(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !hasEvent(r.EventsPath(c.id, r.PlanName(c.id, 1)), "phase_start", "docs") {
-				if ctx.Err() != nil {
-					c.err = fmt.Errorf("%s never reached docs: %w", c.id, ctx.Err())
-					return
-				}
-				time.Sleep(5 * time.Millisecond)
+			// Not Eventually: this goroutine must not end the test.
+			if c.err = testrig.Poll(ctx, 5*time.Millisecond, c.id+" to reach docs", func() (any, bool) {
+				events := r.EventsPath(c.id, r.PlanName(c.id, 1))
+				return "no phase_start of docs in " + events, hasEvent(events, "phase_start", "docs")
+			}); c.err != nil {
+				return
 			}
 			// The jitter is the fault: where the abort lands is the test's
 			// seeded choice, never what it asserts.

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"karvi-edda-temporal/internal/replaytest"
+	"karvi-edda-temporal/testkit/replaytest"
 )
 
 // Every history recorded from a real run (testdata/histories, in the SDK's

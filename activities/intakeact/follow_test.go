@@ -10,7 +10,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // An earlier workflow's brief for the task (from another host, or karvi's

@@ -1,5 +1,5 @@
 // Package jsonmerge holds the one copy of karvi's brief write rules, shared by
-// the karvi-compatible test server (internal/karvifake) and the file sink
+// the karvi-compatible test server (testkit/karvifake) and the file sink
 // (internal/sink), so that a brief kept on disk is byte-for-byte what karvi
 // would hold after the same PATCHes.
 //

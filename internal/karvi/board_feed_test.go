@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 // The feed sends connected, then the whole board after a write; the

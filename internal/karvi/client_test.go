@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 const secret = "s3cret-T0KEN-do-not-leak"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 func startFake(t *testing.T, opts karvifake.Options, tasks ...karvifake.Task) (*karvifake.Server, string) {

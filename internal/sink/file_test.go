@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 var fixed = time.Date(2026, 2, 28, 3, 5, 0, 0, time.UTC)

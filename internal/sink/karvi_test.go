@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/karvi"
-	"karvi-edda-temporal/internal/karvifake"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/testkit/karvifake"
 )
 
 func karviSink(t *testing.T, opts []sink.KarviOption, tasks ...karvifake.Task) (*karvifake.Server, *sink.Karvi) {

@@ -26,8 +26,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"karvi-edda-temporal/internal/devenv"
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/testkit/devenv"
 )
 
 // serverName is the only name in the proxy's certificate: a client that

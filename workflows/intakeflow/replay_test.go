@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"karvi-edda-temporal/internal/replaytest"
+	"karvi-edda-temporal/testkit/replaytest"
 )
 
 // Recorded histories of the intake workflow replay on the current code: a

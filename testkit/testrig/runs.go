@@ -1,0 +1,76 @@
+//go:build realserver
+
+package testrig
+
+import (
+	"context"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/runplan"
+	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/runflow/runapi"
+)
+
+// StartRun starts a run workflow on the rig's queue. Cleanup closes it and
+// every task workflow it may have started.
+func (r *Rig) StartRun(in runapi.RunInput) (client.WorkflowRun, runplan.Run) {
+	r.t.Helper()
+	run, err := runplan.Parse(in.Run)
+	require.NoError(r.t, err)
+	id := runapi.WorkflowID(run.Slug)
+	wr, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                r.Queue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, runapi.RunWorkflowName, in)
+	require.NoError(r.t, err)
+	r.Track(id)
+	for _, t := range run.Tasks {
+		r.Track(runapi.TaskWorkflowID(t.ID))
+	}
+	return wr, run
+}
+
+// RunResult waits for a run's final document; the deadline only keeps a
+// hung test from hanging the suite.
+func (r *Rig) RunResult(wr client.WorkflowRun, within time.Duration) runstatus.Status {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var doc runstatus.Status
+	require.NoError(r.t, wr.Get(ctx, &doc))
+	return doc
+}
+
+// RunView queries a run's view.
+func (r *Rig) RunView(slug string) runapi.View {
+	r.t.Helper()
+	return Query[runapi.View](r, runapi.WorkflowID(slug), runapi.QueryView)
+}
+
+// WaitRun polls the run's view until cond holds (what names it in the
+// failure message), for at most two minutes.
+func (r *Rig) WaitRun(slug, what string, cond func(runapi.View) bool) runapi.View {
+	r.t.Helper()
+	return waitFor(r, "run "+slug, what, func() runapi.View { return r.RunView(slug) }, cond,
+		func(v runapi.View) any { return v.Status })
+}
+
+// UpdateRun sends one of the run's updates and returns its answer.
+func (r *Rig) UpdateRun(slug, name string, args ...any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := r.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: runapi.WorkflowID(slug), UpdateName: name, Args: args,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
+}
