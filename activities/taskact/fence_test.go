@@ -17,6 +17,7 @@ import (
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // A conductor that starts its first phase, finishes it once a gate file
@@ -112,15 +113,11 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	// for more; then the worker begins to stop.
 	require.NoError(t, os.WriteFile(filepath.Join(res.Plan.Cwd, "gate"), nil, 0o644))
 	patches := filepath.Join(root, "sink", "T5", "patches.jsonl")
-	deadline := time.Now().Add(30 * time.Second) // a safety net, not a timing test
-	for {
+	// 30 s is a safety net, not a timing test.
+	testrig.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the delivery to send phase_passed", func() (any, bool) {
 		data, _ := os.ReadFile(patches)
-		if strings.Contains(string(data), "phase_passed") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the delivery never sent phase_passed")
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(data), strings.Contains(string(data), "phase_passed")
+	})
 	close(stop)
 	select {
 	case err := <-errc:

@@ -17,6 +17,7 @@ import (
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
+	"karvi-edda-temporal/testkit/testrig"
 )
 
 // The tally travels with delivery: folded over two checkpoints (the second
@@ -131,16 +132,12 @@ func TestDeliveryCarriesTheTallyAndWritesMetrics(t *testing.T) {
 
 func waitGone(t *testing.T, h ConductorHandle) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second) // a safety net, not a timing test
-	for {
+	// 30 s is a safety net, not a timing test.
+	testrig.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the conductor to exit", func() (any, bool) {
 		st, err := proc.Inspect(h.proc())
 		require.NoError(t, err)
-		if !st.Alive {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "the conductor never exited")
-		time.Sleep(10 * time.Millisecond)
-	}
+		return st, !st.Alive
+	})
 }
 
 func toJSON(t *testing.T, v any) string {

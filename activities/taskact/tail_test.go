@@ -5,13 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -49,17 +47,7 @@ exit 3
 	require.NoError(t, v.Get(&h))
 	require.NotEmpty(t, h.StderrPath)
 
-	// Wait for the process to be gone (a safety deadline, not a timing test).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := proc.Inspect(h.proc())
-		require.NoError(t, err)
-		if !st.Alive {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the conductor never exited")
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitGone(t, h) // a safety deadline, not a timing test
 	v, err = env.ExecuteActivity(a.TailEvents, TailRequest{Plan: plan, Handle: h})
 	require.NoError(t, err)
 	var res TailResult
