@@ -27,6 +27,7 @@ import (
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/runflow/runapi"
@@ -115,7 +116,7 @@ func eddaTask(id string) map[string]any {
 // waitKarvi waits until every task has the status on the fake board.
 func waitKarvi(t *testing.T, r *testrig.Rig, status string, ids ...string) {
 	t.Helper()
-	testrig.EventuallyEvery(t, 3*time.Minute, 200*time.Millisecond, fmt.Sprintf("tasks %v %s on karvi", ids, status), func() (any, bool) {
+	wait.EventuallyEvery(t, 3*time.Minute, 200*time.Millisecond, fmt.Sprintf("tasks %v %s on karvi", ids, status), func() (any, bool) {
 		var behind []string
 		for _, id := range ids {
 			if tk, ok := r.Karvi.Task(id); !ok || tk.Status != status {

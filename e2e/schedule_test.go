@@ -22,6 +22,7 @@ import (
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -88,7 +89,7 @@ func (in *intents) dispatch(id, message string) string {
 func (in *intents) wait(name, what string, cond func(intentapi.View) bool) intentapi.View {
 	in.t.Helper()
 	var last intentapi.View
-	testrig.EventuallyEvery(in.t, 3*time.Minute, 200*time.Millisecond, "intent "+name+": "+what, func() (any, bool) {
+	wait.EventuallyEvery(in.t, 3*time.Minute, 200*time.Millisecond, "intent "+name+": "+what, func() (any, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		v, err := in.x.Get(ctx, name)
 		cancel()

@@ -21,6 +21,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -55,7 +56,7 @@ func TestSlotPoolCapsConductorsAcrossRuns(t *testing.T) {
 	}
 
 	// Catch one task in line and read what it says of itself.
-	testrig.EventuallyEvery(t, time.Minute, time.Millisecond, "a task seen waiting in line", func() (any, bool) {
+	wait.EventuallyEvery(t, time.Minute, time.Millisecond, "a task seen waiting in line", func() (any, bool) {
 		waiters := r.Pool(pool).Waiters
 		for _, w := range waiters {
 			s, err := r.Status(w.Task)
@@ -129,7 +130,7 @@ func TestSlotLimitChangesTakeEffectAtOnce(t *testing.T) {
 	v = r.SetPool(pool, slotapi.SetRequest{MaxConcurrent: 3})
 	require.Equal(t, line[:3], holders(v), "raising the limit granted the first two in line at once")
 	require.Equal(t, line[3:], waiters(v))
-	testrig.EventuallyEvery(t, time.Minute, 20*time.Millisecond, "the two granted tasks to start their conductors", func() (any, bool) {
+	wait.EventuallyEvery(t, time.Minute, 20*time.Millisecond, "the two granted tasks to start their conductors", func() (any, bool) {
 		live := r.LiveConductors()
 		return fmt.Sprintf("%d live conductors", len(live)), len(live) >= 3
 	})

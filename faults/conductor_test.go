@@ -29,6 +29,7 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -59,7 +60,7 @@ func thawConductor(t *testing.T, h proc.Handle) {
 // deadline is a safety net only.
 func awaitConductorExit(t *testing.T, h proc.Handle) {
 	t.Helper()
-	testrig.EventuallyEvery(t, 2*time.Minute, 20*time.Millisecond, fmt.Sprintf("conductor pid %d to exit", h.PID), func() (any, bool) {
+	wait.EventuallyEvery(t, 2*time.Minute, 20*time.Millisecond, fmt.Sprintf("conductor pid %d to exit", h.PID), func() (any, bool) {
 		st, err := proc.Inspect(h)
 		require.NoError(t, err)
 		return st, !st.Alive

@@ -15,6 +15,7 @@ import (
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 )
 
 // The tail delivers each event's PATCH as soon as it reads the line, and
@@ -68,7 +69,7 @@ func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 		// Kill as soon as the sink's log grew: a PATCH just landed, and the
 		// workflow has not heard of it.
 		before := logLen(id)
-		testrig.EventuallyEvery(t, time.Until(budget), 2*time.Millisecond, fmt.Sprintf("kill %d: a PATCH reaching the sink for %s", k, id), func() (any, bool) {
+		wait.EventuallyEvery(t, time.Until(budget), 2*time.Millisecond, fmt.Sprintf("kill %d: a PATCH reaching the sink for %s", k, id), func() (any, bool) {
 			n := logLen(id)
 			return fmt.Sprintf("%d log entries, as before", n), n != before
 		})

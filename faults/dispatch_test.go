@@ -30,6 +30,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -257,7 +258,7 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 func requireQueueIdle(t *testing.T, r *rig) {
 	t.Helper()
 	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.Queue)
-	testrig.EventuallyEvery(t, time.Minute, 100*time.Millisecond, "no workflow running on "+r.Queue, func() (any, bool) {
+	wait.EventuallyEvery(t, time.Minute, 100*time.Millisecond, "no workflow running on "+r.Queue, func() (any, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: r.Server.Namespace, Query: query})
 		cancel()

@@ -35,6 +35,7 @@ import (
 	hostq "karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -126,7 +127,7 @@ func childOf(t *testing.T, pid int) int {
 	t.Helper()
 	path := fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)
 	child := 0
-	testrig.EventuallyEvery(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("process %d to fork", pid), func() (any, bool) {
+	wait.EventuallyEvery(t, 30*time.Second, 5*time.Millisecond, fmt.Sprintf("process %d to fork", pid), func() (any, bool) {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err, "process %d is gone", pid)
 		if f := strings.Fields(string(data)); len(f) > 0 {
@@ -175,7 +176,7 @@ func (h *host) start() *nsWorker {
 	w.pid = childOf(t, w.cmd.Process.Pid)
 	h.worker = w
 	// Polling both queues: the SDK says so once per queue.
-	testrig.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "worker of host "+h.name+" to poll", func() (any, bool) {
+	wait.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "worker of host "+h.name+" to poll", func() (any, bool) {
 		data, _ := os.ReadFile(w.log)
 		if strings.Count(string(data), `msg="Started Worker"`) >= 2 {
 			return nil, true
@@ -195,7 +196,7 @@ func (h *host) start() *nsWorker {
 func (w *nsWorker) waitLog(t *testing.T, s string) string {
 	t.Helper()
 	found := ""
-	testrig.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "the worker to log "+s, func() (any, bool) {
+	wait.EventuallyEvery(t, time.Minute, 10*time.Millisecond, "the worker to log "+s, func() (any, bool) {
 		data, _ := os.ReadFile(w.log)
 		for line := range strings.SplitSeq(string(data), "\n") {
 			if strings.Contains(line, s) {

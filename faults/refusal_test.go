@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 )
 
 // karvi's token is rotated while the worker is down: the delivery retried
@@ -51,7 +52,7 @@ func rotateBetweenKillAndRetry(t *testing.T, entries int) {
 		"[sim phase=implement events=15 delay=5s] [sim phase=test events=15 delay=15s] [sim phase=docs events=5 delay=1s]"))
 	// Kill once the tail delivers: a PATCH just reached karvi and the
 	// workflow has not heard of it, so the retry must read the brief.
-	testrig.EventuallyEvery(t, 60*time.Second, 5*time.Millisecond, "an event to reach karvi", func() (any, bool) {
+	wait.EventuallyEvery(t, 60*time.Second, 5*time.Millisecond, "an event to reach karvi", func() (any, bool) {
 		log, _ := r.KarviBrief(id)["log"].([]any)
 		return fmt.Sprintf("%d log entries, want %d", len(log), entries), len(log) >= entries
 	})
@@ -67,7 +68,7 @@ func rotateBetweenKillAndRetry(t *testing.T, entries int) {
 	}
 	// The conductor ran its plan to the end (it exits a moment after its
 	// last event), instead of being left running by a failed workflow.
-	testrig.Eventually(t, 5*time.Second, "the conductor to exit after the task ended", func() (any, bool) {
+	wait.Eventually(t, 5*time.Second, "the conductor to exit after the task ended", func() (any, bool) {
 		live := r.LiveConductors()
 		return live, len(live) == 0
 	})

@@ -41,6 +41,7 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -782,7 +783,7 @@ func TestConductorEnvironmentHoldsNoWorkerSecret(t *testing.T) {
 func keyedStatus(t *testing.T, ccl client.Client, workflowID, what string, cond func(taskapi.Status) bool) taskapi.Status {
 	t.Helper()
 	var s taskapi.Status
-	testrig.Eventually(t, 2*time.Minute, what, func() (any, bool) {
+	wait.Eventually(t, 2*time.Minute, what, func() (any, bool) {
 		if v, err := ccl.QueryWorkflow(context.Background(), workflowID, "", taskapi.QueryStatus); err == nil {
 			require.NoError(t, v.Get(&s))
 		}

@@ -14,6 +14,7 @@ import (
 
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 )
 
 // The Temporal server is killed and started again while 50 tasks run, most
@@ -51,7 +52,7 @@ func TestServerRestartUnderLoadLosesNothing(t *testing.T) {
 	// running through the restart, however slowly 50 start on a loaded machine.
 	last := ids[n-1]
 	dl, _ := ctx.Deadline()
-	testrig.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the last task's conductor to start", func() (any, bool) {
+	wait.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the last task's conductor to start", func() (any, bool) {
 		events := r.EventsPath(last, r.PlanName(last, 1))
 		return "no phase_start of implement in " + events, hasEvent(events, "phase_start", "implement")
 	})

@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -44,7 +45,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	// The second restart waits for the conductor, not the workflow, so it
 	// lands wherever the workflow happens to be after the first.
 	dl, _ := ctx.Deadline()
-	testrig.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the conductor to reach docs", func() (any, bool) {
+	wait.EventuallyEvery(t, time.Until(dl), 20*time.Millisecond, "the conductor to reach docs", func() (any, bool) {
 		return "no phase_start of docs in " + r.EventsPath(id, plan), hasEvent(r.EventsPath(id, plan), "phase_start", "docs")
 	})
 	require.NoError(t, srv.Restart(ctx), "second restart")

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -192,7 +193,7 @@ func TestAbortRacingCompletion(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Not Eventually: this goroutine must not end the test.
-			if c.err = testrig.Poll(ctx, 5*time.Millisecond, c.id+" to reach docs", func() (any, bool) {
+			if c.err = wait.Poll(ctx, 5*time.Millisecond, c.id+" to reach docs", func() (any, bool) {
 				events := r.EventsPath(c.id, r.PlanName(c.id, 1))
 				return "no phase_start of docs in " + events, hasEvent(events, "phase_start", "docs")
 			}); c.err != nil {

@@ -17,7 +17,7 @@ import (
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 )
 
 // A conductor that starts its first phase, finishes it once a gate file
@@ -114,7 +114,7 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(res.Plan.Cwd, "gate"), nil, 0o644))
 	patches := filepath.Join(root, "sink", "T5", "patches.jsonl")
 	// 30 s is a safety net, not a timing test.
-	testrig.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the delivery to send phase_passed", func() (any, bool) {
+	wait.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the delivery to send phase_passed", func() (any, bool) {
 		data, _ := os.ReadFile(patches)
 		return len(data), strings.Contains(string(data), "phase_passed")
 	})

@@ -17,7 +17,7 @@ import (
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
-	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
 )
 
 // The tally travels with delivery: folded over two checkpoints (the second
@@ -133,7 +133,7 @@ func TestDeliveryCarriesTheTallyAndWritesMetrics(t *testing.T) {
 func waitGone(t *testing.T, h ConductorHandle) {
 	t.Helper()
 	// 30 s is a safety net, not a timing test.
-	testrig.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the conductor to exit", func() (any, bool) {
+	wait.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the conductor to exit", func() (any, bool) {
 		st, err := proc.Inspect(h.proc())
 		require.NoError(t, err)
 		return st, !st.Alive

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"karvi-edda-temporal/testkit/wait"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"karvi-edda-temporal/testkit/testrig"
 )
 
 // The behaviours below are the real edda conductor's, as measured; the
@@ -129,7 +128,7 @@ phases:
 	}
 	// Past its timeout (1 s after it started) a run calls it stale but
 	// saves nothing.
-	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a run to call phase a stale", func() (any, bool) {
+	wait.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a run to call phase a stale", func() (any, bool) {
 		res := runSim(t, dir, nil, "conduct", "run", "plan.yaml")
 		return res.stdout, strings.Contains(res.stdout, `Plan blocked: phase "a" is Some(Stale)`)
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"karvi-edda-temporal/testkit/wait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"karvi-edda-temporal/testkit/testrig"
 )
 
 // simBin is the simulator binary built once for all tests.
@@ -216,7 +215,7 @@ func mustPhase(t *testing.T, st *PlanState, id string) *PhaseState {
 func waitForEvent(t *testing.T, cwd, plan string, pred func(event) bool) event {
 	t.Helper()
 	var found event
-	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a matching event in "+cwd, func() (any, bool) {
+	wait.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "a matching event in "+cwd, func() (any, bool) {
 		events := readEvents(t, cwd, plan)
 		for _, e := range events {
 			if pred(e) {

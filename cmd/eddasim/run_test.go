@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"karvi-edda-temporal/testkit/wait"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"karvi-edda-temporal/testkit/testrig"
 )
 
 // threePhases is the shape of examples A and B: test and docs both depend
@@ -809,7 +808,7 @@ phases:
 	waitForEvent(t, dir, "with-child", isType("phase_start", "a"))
 	pidFile := filepath.Join(stateDir(dir, "with-child"), "agent-a.pid")
 	var childPid int
-	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "the agent child's pid in "+pidFile, func() (any, bool) {
+	wait.EventuallyEvery(t, safetyNet, 10*time.Millisecond, "the agent child's pid in "+pidFile, func() (any, bool) {
 		data, err := os.ReadFile(pidFile)
 		childPid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
 		return fmt.Sprintf("%q (%v)", data, err), err == nil && childPid > 0
@@ -824,7 +823,7 @@ phases:
 		t.Fatal(err)
 	}
 	waitExit(t, cmd)
-	testrig.EventuallyEvery(t, safetyNet, 10*time.Millisecond, fmt.Sprintf("the agent child %d to exit", childPid), func() (any, bool) {
+	wait.EventuallyEvery(t, safetyNet, 10*time.Millisecond, fmt.Sprintf("the agent child %d to exit", childPid), func() (any, bool) {
 		return "still running", processGone(childPid)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"karvi-edda-temporal/testkit/wait"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,13 +109,7 @@ func supervisors(t *testing.T, mark string) int {
 // eventually polls cond until it holds or the safety net expires.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(safety)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.EventuallyEvery(t, safety, 5*time.Millisecond, what, func() (any, bool) { ok := cond(); return ok, ok })
 }
 
 func awaitExit(t *testing.T, h Handle) Status {

@@ -3,6 +3,8 @@ package tailer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"karvi-edda-temporal/testkit/wait"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -298,13 +300,10 @@ func TestWaitLeaksNothing(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(safety)
-	for runtime.NumGoroutine() > g0 && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	if g := runtime.NumGoroutine(); g > g0 {
-		t.Fatalf("goroutines %d -> %d", g0, g)
-	}
+	wait.EventuallyEvery(t, safety, time.Millisecond, fmt.Sprintf("goroutines back to %d", g0), func() (any, bool) {
+		g := runtime.NumGoroutine()
+		return g, g <= g0
+	})
 	if fd := countFDs(t); fd > fd0 {
 		t.Fatalf("file descriptors %d -> %d", fd0, fd)
 	}

@@ -8,12 +8,13 @@
 // status query, reads what the sinks received, and checks on cleanup that no
 // conductor process outlived the test.
 //
-// Every suite polls with its waits: WaitFor, Eventually and EventuallyEvery
-// (and Query for a workflow's query); a wait that times out says what it
-// waited for and what it saw last.
+// Every suite polls with the waits of package wait (WaitFor, Eventually,
+// EventuallyEvery, Poll) and asks a workflow's query with Query; a wait that
+// times out says what it waited for and what it saw last.
 //
 // The rig builds only with the realserver tag, like the suites it serves:
 // they need the temporal CLI and the project's binaries (`make temporal
-// build`), and fail, never skip, when those are missing. The waits build
-// without it, for unit tests.
+// build`), and fail, never skip, when those are missing. The waits are a
+// package of their own (testkit/wait) that imports nothing of the project,
+// so unit tests of any package use them too.
 package testrig

@@ -4,6 +4,7 @@ package testrig
 
 import (
 	"context"
+	"karvi-edda-temporal/testkit/wait"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func Query[T any](r *Rig, workflowID, name string) T {
 func waitFor[T any](r *Rig, who, what string, fetch func() T, cond func(T) bool, show func(T) any) T {
 	r.t.Helper()
 	var last T
-	Eventually(r.t, 2*time.Minute, who+": "+what, func() (any, bool) {
+	wait.Eventually(r.t, 2*time.Minute, who+": "+what, func() (any, bool) {
 		last = fetch()
 		return show(last), cond(last)
 	})

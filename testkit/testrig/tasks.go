@@ -18,6 +18,7 @@ import (
 
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -98,7 +99,7 @@ func (r *Rig) queryStatus(ctx context.Context, taskID string) (taskapi.Status, e
 func (r *Rig) WaitFor(taskID, what string, cond func(taskapi.Status) bool) taskapi.Status {
 	r.t.Helper()
 	var last taskapi.Status
-	Eventually(r.t, 2*time.Minute, "task "+taskID+": "+what, func() (any, bool) {
+	wait.Eventually(r.t, 2*time.Minute, "task "+taskID+": "+what, func() (any, bool) {
 		s, err := r.Status(taskID)
 		if err != nil {
 			return fmt.Errorf("status %+v; query error %w", last, err), false
@@ -117,7 +118,7 @@ func (r *Rig) WaitFor(taskID, what string, cond func(taskapi.Status) bool) taska
 func (r *Rig) WaitPhase(taskID, phase string) taskapi.Status {
 	r.t.Helper()
 	var found taskapi.Status
-	EventuallyEvery(r.t, 2*time.Minute, 10*time.Millisecond, "task "+taskID+": a conductor running phase "+phase, func() (any, bool) {
+	wait.EventuallyEvery(r.t, 2*time.Minute, 10*time.Millisecond, "task "+taskID+": a conductor running phase "+phase, func() (any, bool) {
 		runs, err := devenv.Runs(r.WorkRoot)
 		require.NoError(r.t, err)
 		var plans []string

@@ -1,4 +1,4 @@
-package testrig
+package wait
 
 import (
 	"context"
