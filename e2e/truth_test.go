@@ -282,7 +282,7 @@ func TestWebUIDetailsTellTheStory(t *testing.T) {
 
 	// This history has the settling patch: it replays on the current code,
 	// from memory and through the SDK's JSON history format that
-	// workflows/replay_test.go reads. TRUTH_WRITE_HISTORY=1 keeps it with
+	// workflows/register_test.go reads. TRUTH_WRITE_HISTORY=1 keeps it with
 	// the recorded histories, beside settle-abort.json (the same story on
 	// the earlier, per-event path), which it must not replace.
 	require.NoError(t, testrig.Replay(h), "replay from memory")

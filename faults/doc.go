@@ -19,7 +19,7 @@
 //     everything on it, a host coming back to conductors its tasks left
 //     behind (fleet_test.go, the hosts in hosts_test.go);
 //   - replay of recorded histories against the current workflow code
-//     (kill_test.go, and workflows/replay_test.go for committed histories);
+//     (kill_test.go, and workflows/register_test.go for committed histories);
 //   - conductor faults, bad event-log input, bad dispatch input and the
 //     security checks (conductor_test.go, input_test.go, security_test.go).
 //

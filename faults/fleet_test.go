@@ -182,7 +182,7 @@ func TestHostLossMovesItsTasksElsewhere(t *testing.T) {
 	t.Logf("every task completed %s after the loss (grace %s)", time.Since(lostAt).Round(time.Second), grace)
 
 	// Histories with a host lost replay on the current code. One of them
-	// is kept for workflows/replay_test.go (FAULTS_WRITE_HISTORY=1 rewrites
+	// is kept for workflows/register_test.go (FAULTS_WRITE_HISTORY=1 rewrites
 	// it), so later changes are proven against the host-queue path too.
 	for _, id := range ids {
 		require.NoError(t, testrig.Replay(f.History(id)), "replay %s", id)

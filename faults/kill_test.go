@@ -392,7 +392,7 @@ func TestWorkerSIGKILLChaos(t *testing.T) {
 
 // A recorded history of a real happy run replays on the current workflow
 // code, both from memory and through the SDK's JSON history format that
-// workflows/replay_test.go reads. FAULTS_WRITE_HISTORY=1 also writes it to
+// workflows/register_test.go reads. FAULTS_WRITE_HISTORY=1 also writes it to
 // workflows/testdata/histories/happy.json, to refresh the committed one
 // after a deliberate, versioned change of the workflow.
 func TestReplayRecordedHappyPath(t *testing.T) {
