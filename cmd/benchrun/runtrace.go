@@ -15,6 +15,7 @@ import (
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // HandoffStages splits the run hand-off (a dependency's plan_completed to
@@ -154,8 +155,8 @@ func parentMarksOf(evs []*historypb.HistoryEvent) parentMarks {
 		if a := ev.GetChildWorkflowExecutionCompletedEventAttributes(); a != nil {
 			first(p.learned, a.GetWorkflowExecution().GetWorkflowId(), at)
 		}
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == runapi.SignalTaskEnded {
-			var end runapi.TaskEnded
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == taskapi.SignalTaskEnded {
+			var end taskapi.TaskEnded
 			if err := decodeSignal(a, &end); err == nil {
 				first(p.learned, runapi.TaskWorkflowID(end.Task), at)
 			}

@@ -20,10 +20,10 @@ import (
 
 // listenForSpend registers the handler of the tasks' spending reports.
 func (r *runFlow) listenForSpend() {
-	ch := workflow.GetSignalChannel(r.ctx, runapi.SignalTaskSpend)
+	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskSpend)
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
-			var s runapi.TaskSpend
+			var s taskapi.TaskSpend
 			ch.Receive(gctx, &s)
 			t := r.st.Tasks[s.Task]
 			if t == nil || !t.Running || t.Attempt != s.Attempt || s.CostUSD <= t.Spend {

@@ -1,20 +1,20 @@
 package runflow
 
 import (
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 
 	"go.temporal.io/sdk/workflow"
 )
 
 // A task tells its run that it completed before its workflow closes
-// (the task wing sends runapi.SignalTaskEnded); the run takes it here.
+// (the task wing sends taskapi.SignalTaskEnded); the run takes it here.
 
 // listenForEnds takes the completions tasks tell early into the inbox.
 func (r *runFlow) listenForEnds() {
-	ch := workflow.GetSignalChannel(r.ctx, runapi.SignalTaskEnded)
+	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskEnded)
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
-			var s runapi.TaskEnded
+			var s taskapi.TaskEnded
 			ch.Receive(gctx, &s)
 			r.inbox = append(r.inbox, taskEnd{
 				ID: s.Task, Attempt: s.Attempt, Reached: max(s.Attempt, s.Reached), Completed: true, Early: true,

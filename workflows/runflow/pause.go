@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // listenForPauses registers the handler of the tasks' pause reports: a
@@ -12,10 +12,10 @@ import (
 // in the run's status until it reports that it runs again; its dependents
 // wait meanwhile, as for any task not done.
 func (r *runFlow) listenForPauses() {
-	ch := workflow.GetSignalChannel(r.ctx, runapi.SignalTaskPause)
+	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskPause)
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
-			var p runapi.TaskPause
+			var p taskapi.TaskPause
 			ch.Receive(gctx, &p)
 			t := r.st.Tasks[p.Task]
 			if t == nil || !t.Running || t.Attempt != p.Attempt {

@@ -79,8 +79,8 @@ func (f *fakeTasks) child(ctx workflow.Context, in taskapi.TaskInput) (taskapi.R
 		}
 		took -= took / 2
 		parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", runapi.SignalTaskSpend,
-			runapi.TaskSpend{Task: id, Attempt: in.Attempt, CostUSD: 0.2}).Get(ctx, nil)
+		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", taskapi.SignalTaskSpend,
+			taskapi.TaskSpend{Task: id, Attempt: in.Attempt, CostUSD: 0.2}).Get(ctx, nil)
 	}
 	notes := workflow.GetSignalChannel(ctx, taskapi.SignalNote)
 	sel := workflow.NewSelector(ctx)
@@ -131,7 +131,7 @@ func (f *fakeTasks) child(ctx workflow.Context, in taskapi.TaskInput) (taskapi.R
 	if linger := f.lingers[id]; linger > 0 {
 		e := endOfResult(id, in.Attempt, res)
 		parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", runapi.SignalTaskEnded, runapi.TaskEnded{
+		_ = workflow.SignalExternalWorkflow(ctx, parent.ID, "", taskapi.SignalTaskEnded, taskapi.TaskEnded{
 			Task: id, Attempt: in.Attempt, Reached: e.Reached, Summary: e.Summary, CostUSD: e.CostUSD,
 			ByPhase: e.ByPhase, Model: e.Model, Skill: e.Skill}).Get(ctx, nil)
 		if err := workflow.Sleep(ctx, linger); err != nil {

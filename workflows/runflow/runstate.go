@@ -5,7 +5,6 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -90,7 +89,7 @@ type taskEnd struct {
 
 // endOfResult reads a task workflow's result.
 func endOfResult(id string, attempt int, res taskapi.Result) taskEnd {
-	te := runapi.TaskEndedOf(id, attempt, res)
+	te := taskapi.TaskEndedOf(id, attempt, res)
 	e := taskEnd{ID: id, Attempt: attempt, Reached: te.Reached, Summary: te.Summary, CostUSD: te.CostUSD,
 		ByPhase: te.ByPhase, Model: te.Model, Skill: te.Skill}
 	switch res.Outcome.TaskStatus {

@@ -1,9 +1,9 @@
 package runflow
 
 import (
-	"go.temporal.io/sdk/workflow"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"go.temporal.io/sdk/workflow"
 )
 
 // listenForStalls registers the handler of the tasks' stall reports: a
@@ -11,10 +11,10 @@ import (
 // run's status (`starter run status` warns of it) until it reports
 // progress again. A stall changes nothing else of the run.
 func (r *runFlow) listenForStalls() {
-	ch := workflow.GetSignalChannel(r.ctx, runapi.SignalTaskStall)
+	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskStall)
 	workflow.Go(r.ctx, func(gctx workflow.Context) {
 		for {
-			var s runapi.TaskStall
+			var s taskapi.TaskStall
 			ch.Receive(gctx, &s)
 			t := r.st.Tasks[s.Task]
 			if t == nil || !t.Running || t.Attempt != s.Attempt {

@@ -9,7 +9,6 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -116,8 +115,8 @@ func (r *taskRun) reportSpend() {
 	if b.ReportedN == a.N && now <= b.Reported {
 		return
 	}
-	err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskSpend,
-		runapi.TaskSpend{Task: r.st.Dispatch.TaskID, Attempt: a.N, CostUSD: now}).Get(r.ctx, nil)
+	err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", taskapi.SignalTaskSpend,
+		taskapi.TaskSpend{Task: r.st.Dispatch.TaskID, Attempt: a.N, CostUSD: now}).Get(r.ctx, nil)
 	if err != nil {
 		r.log.Warn("spending not reported to the run", "error", err)
 		return

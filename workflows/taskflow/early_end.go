@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run learns that a task completed from the task itself, in the same
@@ -35,5 +35,5 @@ func (r *taskRun) tellRunEnded(o mapping.Outcome, ended string) workflow.Future 
 	a := r.st.Current
 	res := r.result()
 	res.Attempts = append(slices.Clone(r.st.Finished), a.summary(ended, o.LastError, workflow.Now(r.ctx)))
-	return workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskEnded, runapi.TaskEndedOf(r.st.Dispatch.TaskID, a.N, res))
+	return workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", taskapi.SignalTaskEnded, taskapi.TaskEndedOf(r.st.Dispatch.TaskID, a.N, res))
 }

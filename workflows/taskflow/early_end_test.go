@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -18,13 +17,13 @@ func earlyParent(ctx workflow.Context, in taskapi.TaskInput) ([]string, error) {
 	start := workflow.Now(ctx)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: "karvi-task-" + in.Dispatch.TaskID})
 	f := workflow.ExecuteChildWorkflow(cctx, taskapi.TaskWorkflowName, in)
-	ch := workflow.GetSignalChannel(ctx, runapi.SignalTaskEnded)
+	ch := workflow.GetSignalChannel(ctx, taskapi.SignalTaskEnded)
 	var out []string
 	closed := false
 	for !closed {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
-			var e runapi.TaskEnded
+			var e taskapi.TaskEnded
 			c.Receive(ctx, &e)
 			out = append(out, fmt.Sprintf("%s told %s#%d reached %d: %s", workflow.Now(ctx).Sub(start), e.Task, e.Attempt, e.Reached, e.Summary))
 		})

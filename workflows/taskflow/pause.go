@@ -11,7 +11,6 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -353,14 +352,14 @@ func (r *taskRun) tellRun(paused bool, at time.Time) {
 	if parent == nil {
 		return
 	}
-	p := runapi.TaskPause{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Paused: paused, At: at.UTC()}
+	p := taskapi.TaskPause{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Paused: paused, At: at.UTC()}
 	if paused {
 		p.Reason = taskapi.PausedUsageLimit
 		if r.st.Pause != nil && r.st.Pause.Reason != "" {
 			p.Reason = r.st.Pause.Reason
 		}
 	}
-	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskPause, p).Get(r.ctx, nil); err != nil {
+	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", taskapi.SignalTaskPause, p).Get(r.ctx, nil); err != nil {
 		r.log.Warn("pause not reported to the run", "error", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -164,8 +163,8 @@ func (r *taskRun) tellRunStall(stalled bool, phase string, at time.Time) {
 	if parent == nil {
 		return
 	}
-	s := runapi.TaskStall{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Stalled: stalled, Phase: phase, At: at.UTC()}
-	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", runapi.SignalTaskStall, s).Get(r.ctx, nil); err != nil {
+	s := taskapi.TaskStall{Task: r.st.Dispatch.TaskID, Attempt: r.st.Current.N, Stalled: stalled, Phase: phase, At: at.UTC()}
+	if err := workflow.SignalExternalWorkflow(r.ctx, parent.ID, "", taskapi.SignalTaskStall, s).Get(r.ctx, nil); err != nil {
 		r.log.Warn("stall not reported to the run", "error", err)
 	}
 }

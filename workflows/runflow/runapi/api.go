@@ -22,10 +22,6 @@ const (
 	UpdateRetry  = "retry"
 	UpdateAbort  = "abort"
 
-	// SignalTaskSpend is how a task tells its run what its attempt has
-	// spent so far, at each checkpoint, when the run has a budget.
-	SignalTaskSpend = "task-spend"
-
 	// QueryHandover answers with the RunInput the run would continue-as-new
 	// with: what a client needs to reopen an ended run.
 	QueryHandover = "handover"
@@ -90,62 +86,6 @@ type Reopen struct {
 	// Update is UpdateRetry or UpdateSkip.
 	Update string      `json:"update"`
 	Task   TaskRequest `json:"task"`
-}
-
-// SignalTaskPause is how a task tells its run that it paused (a usage
-// limit) or runs again (TaskPause).
-const SignalTaskPause = "task-pause"
-
-// TaskPause is the payload of SignalTaskPause.
-type TaskPause struct {
-	Task    string    `json:"task"`
-	Attempt int       `json:"attempt"`
-	Paused  bool      `json:"paused"`
-	Reason  string    `json:"reason,omitempty"`
-	At      time.Time `json:"at"`
-}
-
-// SignalTaskStall is how a task tells its run that a phase stalled (no
-// event and no agent output for its threshold) or shows progress again
-// (TaskStall).
-const SignalTaskStall = "task-stall"
-
-// TaskStall is the payload of SignalTaskStall.
-type TaskStall struct {
-	Task    string    `json:"task"`
-	Attempt int       `json:"attempt"`
-	Stalled bool      `json:"stalled"`
-	Phase   string    `json:"phase,omitempty"`
-	At      time.Time `json:"at"`
-}
-
-// SignalTaskEnded is how a task tells its run that its attempt completed,
-// as soon as the workflow has the plan's terminal event and before its
-// last bookkeeping (the final status write), so the run starts the
-// dependents without waiting for the task workflow to close.
-const SignalTaskEnded = "task-ended"
-
-// TaskEnded is the payload of SignalTaskEnded: what the run takes from a
-// completed task's result.
-type TaskEnded struct {
-	Task string `json:"task"`
-	// Attempt is the attempt the run started; Reached the one the task
-	// workflow completed on.
-	Attempt int `json:"attempt"`
-	Reached int `json:"reached"`
-	// Summary is the line the dependents get about the task.
-	Summary string             `json:"summary,omitempty"`
-	CostUSD float64            `json:"costUsd,omitempty"`
-	ByPhase map[string]float64 `json:"byPhase,omitempty"`
-	Model   string             `json:"model,omitempty"`
-	Skill   string             `json:"skill,omitempty"`
-}
-
-// TaskSpend is the payload of SignalTaskSpend.
-type TaskSpend struct {
-	Task    string  `json:"task"`
-	Attempt int     `json:"attempt"`
-	CostUSD float64 `json:"costUsd"`
 }
 
 // Cost answers the cost query: what the run's tasks spent, those still
