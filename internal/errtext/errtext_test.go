@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -43,6 +44,9 @@ func runActivity(t *testing.T, act func(context.Context) error) error {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	// The SDK's 1 s deadlock detector fired here on a CI machine loaded by
+	// the race detector and the suites; this test is about error wording.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.RegisterActivityWithOptions(act, activityOptions)
 	var got error
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
