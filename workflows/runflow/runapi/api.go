@@ -21,6 +21,9 @@ const (
 	UpdateSkip   = "skip"
 	UpdateRetry  = "retry"
 	UpdateAbort  = "abort"
+	// UpdateBudget sets the run's budget (BudgetRequest): a run paused for
+	// its budget starts tasks again once the new one is not spent.
+	UpdateBudget = "budget"
 
 	// SignalTaskSpend is how a task tells its run what its attempt has
 	// spent so far, at each checkpoint, when the run has a budget.
@@ -165,6 +168,13 @@ type Cost struct {
 type TaskRequest struct {
 	Task   string `json:"task"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// BudgetRequest is the input of budget: the run's new limit, and its
+// action (empty: keep the run's).
+type BudgetRequest struct {
+	LimitUSD float64      `json:"limitUsd"`
+	Action   costs.Action `json:"action,omitempty"`
 }
 
 // AbortRequest is the input of abort; the reason is optional.
