@@ -143,7 +143,7 @@ func eventsFlags(fs *flag.FlagSet, o *options) {
 
 func budgetFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.budgetUSD, "budget", 0, "spending limit in `USD`: a warning at 80 %, the budget action at 100 % (0: none)")
-	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more), warn, or pause (a task: wait for starter budget set or resume)")
+	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more), warn, or pause (wait for starter budget set / run budget set, or resume)")
 }
 
 func runBudgetSetFlags(fs *flag.FlagSet, o *options) {
