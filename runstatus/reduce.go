@@ -507,6 +507,7 @@ func (s *Status) Finished() bool {
 func (s *Status) finish(at time.Time) {
 	s.CompletedAt = at.UTC()
 	s.Status = RunComplete
+	s.PausedReason, s.PausedAt = "", time.Time{} // an ended run is not paused
 	sum := &Summary{TotalTasks: len(s.run.Tasks)}
 	for _, rt := range s.run.Tasks {
 		t := s.Tasks[rt.ID]

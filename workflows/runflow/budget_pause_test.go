@@ -115,3 +115,18 @@ func TestRunBudgetPauseShowsInDetails(t *testing.T) {
 	r.st.Doc.PausedReason = runstatus.PausedBudget
 	require.Contains(t, budgetPauseDetails(r), "Paused for its budget, waiting for a person: "+pausedNote)
 }
+
+// A run its budget paused with nothing left to start ends when its running
+// tasks do: there is nothing for a person to let go on.
+func TestRunBudgetPauseEndsARunWithNothingLeft(t *testing.T) {
+	f := &fakeTasks{}
+	env, _ := runEnv(t, f)
+	budget := costs.Budget{LimitUSD: 0.4, Action: costs.Pause}
+	run := `{"title":"Two","slug":"two","concurrency":2,"tasks":[{"id":"a","title":"A"},{"id":"e","title":"E"}]}`
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(run), Budget: &budget})
+	doc := runResult(t, env)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Empty(t, doc.PausedReason)
+	require.True(t, doc.PausedAt.IsZero())
+	require.Len(t, f.notes, 2, "the budget paused the run while a and e ran")
+}
