@@ -19,6 +19,7 @@ import (
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -191,4 +192,6 @@ func TestRunBudgetPauseWaitsForRunBudgetSet(t *testing.T) {
 	require.Empty(t, doc.PausedReason)
 	res := r.Result(r.Client.GetWorkflow(t.Context(), runapi.TaskWorkflowID("bp-a"), ""))
 	require.Equal(t, 3, res.Brief.CompletedPhases, "the budget's pause let the running task finish its plan")
+	keepHistory(t, r, runapi.WorkflowID("bp"), "PAUSE_WRITE_HISTORY",
+		filepath.Join("..", "workflows", "testdata", "histories", "run-budget-pause.json"), workflows.Register)
 }
