@@ -63,7 +63,7 @@ func (r *runFlow) checkBudget() bool {
 	ended, running := r.spent()
 	total := ended + running
 	level := b.Level(total)
-	if level == costs.Spent && r.st.BudgetLevel == costs.Spent && b.Action == costs.Pause && total > r.st.BudgetAck {
+	if level == costs.Spent && r.st.BudgetLevel == costs.Spent && b.Action == costs.Pause && spentPast(total, r.st.BudgetAck) {
 		// Spent again since a person acknowledged the spend, or the
 		// run was paused by a person when the budget was spent.
 		r.pauseForBudget(total)
@@ -93,6 +93,13 @@ func (r *runFlow) checkBudget() bool {
 	r.log.Warn("run budget", "run", r.run.Slug, "note", r.st.BudgetNote)
 	r.noteRunningTasks("budget", r.st.BudgetNote)
 	return false
+}
+
+// spentPast: total is more than the acknowledged spending, by more than
+// the rounding of adding the same costs up in another order (an attempt's
+// reports and its end).
+func spentPast(total, acknowledged float64) bool {
+	return total > acknowledged+1e-9
 }
 
 // versionBudgetPause names the change that lets a run's budget pause the

@@ -130,3 +130,11 @@ func TestRunBudgetPauseEndsARunWithNothingLeft(t *testing.T) {
 	require.True(t, doc.PausedAt.IsZero())
 	require.Len(t, f.notes, 2, "the budget paused the run while a and e ran")
 }
+
+// What a resume acknowledged is not passed by a sum's rounding: the same
+// spending added up in another order.
+func TestSpentPastTheAcknowledged(t *testing.T) {
+	require.False(t, spentPast(0.1+0.2, 0.3))
+	require.False(t, spentPast(0.3, 0.1+0.2))
+	require.True(t, spentPast(0.31, 0.3))
+}
