@@ -13,11 +13,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -140,4 +142,56 @@ func TestTaskBudgetPauseWaitsForBudgetSet(t *testing.T) {
 	require.Equal(t, 1, starts["implement"], "phases: %v", starts)
 	require.Equal(t, "completed", r.FileStatus("bud-pause")["status"])
 	keepTaskHistory(t, r, "bud-pause", "PAUSE_WRITE_HISTORY", "pause-budget.json")
+}
+
+// A run with a $0.50 pause budget whose tasks cost $0.60 each: at 100 % the
+// run pauses (status.json: paused, paused_reason budget), the two tasks
+// running go on to their end, the third does not start; `starter run
+// status` says it waits for a person, and `starter run budget set` raises
+// the budget so that the run finishes.
+func TestRunBudgetPauseWaitsForRunBudgetSet(t *testing.T) {
+	t.Parallel()
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=1s cost=0.20"})
+	runFile := `{"slug":"bp","title":"Budget pause","concurrency":2,"tasks":[
+	 {"id":"bp-a","title":"A"},{"id":"bp-b","title":"B"},{"id":"bp-c","title":"C"}]}`
+	statusPath := runact.RunStatusPath(r.WorkRoot, "bp")
+	wr, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(runFile),
+		Budget: &costs.Budget{LimitUSD: 0.5, Action: costs.Pause},
+		Tuning: &taskapi.Tuning{CheckpointEvery: 100 * time.Millisecond}})
+	var seen runstatus.Status
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(statusPath)
+		if err != nil {
+			return false
+		}
+		var doc runstatus.Status
+		if json.Unmarshal(data, &doc) != nil || doc.Tasks["bp-a"] == nil {
+			return false
+		}
+		seen = doc
+		return doc.Tasks["bp-a"].Status == runstatus.TaskDone && doc.Tasks["bp-b"].Status == runstatus.TaskDone
+	}, 60*time.Second, 50*time.Millisecond, "the tasks running when the budget was spent go on to their end")
+	require.Equal(t, runstatus.RunPaused, seen.Status, "status.json: the run is paused")
+	require.Equal(t, runstatus.PausedBudget, seen.PausedReason)
+	require.False(t, seen.PausedAt.IsZero())
+	require.Equal(t, runstatus.TaskQueued, seen.Tasks["bp-c"].Status, "no task starts while the budget pauses the run")
+	require.Empty(t, r.LiveConductors())
+
+	bin, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "-address", r.Server.Addr, "run", "status", "bp").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "waits for a person")
+	require.Contains(t, string(out), "starter run budget set bp -budget N")
+
+	out, err = exec.Command(bin, "-address", r.Server.Addr, "run", "budget", "set", "bp", "-budget", "5").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	doc := r.RunResult(wr, 2*time.Minute)
+	require.Equal(t, runstatus.RunComplete, doc.Status)
+	require.Equal(t, runstatus.TaskDone, doc.Tasks["bp-c"].Status)
+	require.Empty(t, doc.PausedReason)
+	res := r.Result(r.Client.GetWorkflow(t.Context(), runapi.TaskWorkflowID("bp-a"), ""))
+	require.Equal(t, 3, res.Brief.CompletedPhases, "the budget's pause let the running task finish its plan")
+	keepHistory(t, r, runapi.WorkflowID("bp"), "PAUSE_WRITE_HISTORY",
+		filepath.Join("..", "workflows", "testdata", "histories", "run-budget-pause.json"), workflows.Register)
 }

@@ -58,3 +58,37 @@ func TestTaskPausesForItsBudget(t *testing.T) {
 		t.Fatalf("a = %+v", a)
 	}
 }
+
+// A run paused for its budget says so at the run's level, with the time;
+// its resume clears both, and a person's pause gives no reason.
+func TestRunPausesForItsBudget(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := New(parseRun(t, testRun), at)
+	if err := s.PauseFor(PausedBudget, at); !errors.Is(err, ErrTransition) {
+		t.Fatalf("pause of a run not started: %v, want ErrTransition", err)
+	}
+	if err := s.Start(at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PauseFor(PausedBudget, at); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != RunPaused || s.PausedReason != PausedBudget || !s.PausedAt.Equal(at) {
+		t.Fatalf("run = %s %q %v", s.Status, s.PausedReason, s.PausedAt)
+	}
+	if r := s.Ready(); len(r) != 0 {
+		t.Fatalf("a paused run starts nothing, Ready = %v", r)
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != RunActive || s.PausedReason != "" || !s.PausedAt.IsZero() {
+		t.Fatalf("run = %s %q %v", s.Status, s.PausedReason, s.PausedAt)
+	}
+	if err := s.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if s.PausedReason != "" {
+		t.Fatalf("a person's pause: reason %q", s.PausedReason)
+	}
+}

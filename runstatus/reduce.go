@@ -164,6 +164,16 @@ func (s *Status) Pause() error {
 	return nil
 }
 
+// PauseFor pauses the run as Pause does, for reason (PausedBudget: its
+// budget is spent), recorded with the time until Resume.
+func (s *Status) PauseFor(reason PausedReason, at time.Time) error {
+	if err := s.Pause(); err != nil {
+		return err
+	}
+	s.PausedReason, s.PausedAt = reason, at.UTC()
+	return nil
+}
+
 // Resume lets a paused run start tasks again.
 func (s *Status) Resume() error {
 	if err := s.bound(); err != nil {
@@ -173,6 +183,7 @@ func (s *Status) Resume() error {
 		return s.runError("resume")
 	}
 	s.Status = RunActive
+	s.PausedReason, s.PausedAt = "", time.Time{}
 	return nil
 }
 
@@ -496,6 +507,7 @@ func (s *Status) Finished() bool {
 func (s *Status) finish(at time.Time) {
 	s.CompletedAt = at.UTC()
 	s.Status = RunComplete
+	s.PausedReason, s.PausedAt = "", time.Time{} // an ended run is not paused
 	sum := &Summary{TotalTasks: len(s.run.Tasks)}
 	for _, rt := range s.run.Tasks {
 		t := s.Tasks[rt.ID]

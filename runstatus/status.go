@@ -73,8 +73,9 @@ const (
 	PausedUsageLimit PausedReason = "usage_limit"
 	PausedStall      PausedReason = "stall"
 	PausedManual     PausedReason = "manual"
-	// PausedBudget: the task's own budget, with the action pause, is spent
-	// until a person raises it.
+	// PausedBudget: the budget, with the action pause, is spent until a
+	// person raises it: a task's own budget pauses the task, a run's
+	// budget the run (the run's paused_reason).
 	PausedBudget PausedReason = "budget"
 )
 
@@ -96,6 +97,11 @@ type Status struct {
 	FeaturePRNumber      int                  `json:"feature_pr_number,omitempty"`
 	FeatureMergedAt      time.Time            `json:"feature_merged_at,omitzero"`
 	ReconciliationStatus ReconciliationStatus `json:"reconciliation_status,omitempty"`
+	// PausedAt and PausedReason: the run paused by itself (PausedBudget:
+	// its budget is spent), named as a task's pause is; a person's pause
+	// leaves them out.
+	PausedAt     time.Time    `json:"paused_at,omitzero"`
+	PausedReason PausedReason `json:"paused_reason,omitempty"`
 	// Summary is set when the run ends, and only then.
 	Summary *Summary `json:"summary,omitempty"`
 	// Tasks is keyed by task id; the JSON encoder writes it in key order.

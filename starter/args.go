@@ -115,6 +115,7 @@ var commands = []*command{
 	{name: "run start", run: withClient(runStartCmd), arg: "<run.json|->", summary: "start a run of dependent tasks", flags: runStartFlags},
 	{name: "run pause", run: runUpdate(runapi.UpdatePause, nil), arg: "<slug>", summary: "start no new task of the run (running ones go on)"},
 	{name: "run resume", run: runUpdate(runapi.UpdateResume, nil), arg: "<slug>", summary: "let a paused run start tasks again"},
+	{name: "run budget set", run: runBudgetSetCmd, arg: "<slug>", summary: "set a run's budget (update budget); a run paused for its budget goes on once it is not spent", flags: runBudgetSetFlags},
 	{name: "run skip", run: runTaskUpdate(runapi.UpdateSkip), arg: "<slug> <taskId>", nargs: 2, summary: "give up on a task; its dependents treat it as done"},
 	{name: "run retry", run: runTaskUpdate(runapi.UpdateRetry), arg: "<slug> <taskId>", nargs: 2, summary: "queue a failed task again (or merge a rebased one again)"},
 	{name: "run abort", run: runUpdate(runapi.UpdateAbort, func(o options) any { return runapi.AbortRequest{Reason: o.reason} }), arg: "<slug>", summary: "abort every running task and end the run", flags: reasonFlag},
@@ -142,7 +143,12 @@ func eventsFlags(fs *flag.FlagSet, o *options) {
 
 func budgetFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.budgetUSD, "budget", 0, "spending limit in `USD`: a warning at 80 %, the budget action at 100 % (0: none)")
-	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more), warn, or pause (a task: wait for starter budget set or resume)")
+	fs.StringVar(&o.budgetAction, "budget-action", "block", "at 100 % of the budget: `block` (abort, start nothing more), warn, or pause (wait for starter budget set / run budget set, or resume)")
+}
+
+func runBudgetSetFlags(fs *flag.FlagSet, o *options) {
+	fs.Float64Var(&o.budgetUSD, "budget", 0, "the run's new spending limit in `USD` (required)")
+	fs.StringVar(&o.budgetAction, "budget-action", "", "block, warn or pause (default: keep the run's)")
 }
 
 func jsonOnlyFlag(fs *flag.FlagSet, o *options) {
@@ -187,9 +193,12 @@ func runStartFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` every task's conductor waits for (none: only the run's concurrency applies)")
 }
 
-// commandName joins a two-word command's second word to name when together
-// they name a command.
+// commandName joins a command's second (and third: "run budget set")
+// word to name when together they name a command.
 func commandName(name string, rest []string) (string, []string) {
+	if len(rest) > 1 && lookup(name+" "+rest[0]+" "+rest[1]) != nil {
+		return name + " " + rest[0] + " " + rest[1], rest[2:]
+	}
 	if len(rest) > 0 && lookup(name+" "+rest[0]) != nil {
 		return name + " " + rest[0], rest[1:]
 	}

@@ -30,6 +30,27 @@ func budgetOf(o options) (*costs.Budget, error) {
 	return b, nil
 }
 
+// runBudgetRequest reads the flags of `run budget set`.
+func runBudgetRequest(o options) (runapi.BudgetRequest, error) {
+	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+	if b.Action == "" {
+		b.Action = costs.Warn // only to check the amount
+	}
+	if err := b.Validate(); err != nil {
+		return runapi.BudgetRequest{}, &usageError{msg: err.Error()}
+	}
+	return runapi.BudgetRequest{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, nil
+}
+
+// runBudgetSetCmd sets a run's budget, checked here first.
+func runBudgetSetCmd(e *env) error {
+	req, err := runBudgetRequest(e.inv.opts)
+	if err != nil {
+		return err
+	}
+	return runUpdate(runapi.UpdateBudget, func(options) any { return req })(e)
+}
+
 // printTaskOrRunCost prints a task's spending, or a run's when no task has
 // that id and a run has that slug.
 func printTaskOrRunCost(ctx context.Context, cl client.Client, id string, asJSON bool, stdout io.Writer) error {

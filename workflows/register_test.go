@@ -27,7 +27,9 @@ import (
 // continued-as-new with tasks running and one of its successors, which
 // waits for carried tasks by activity; run-sample-v2 after the run began
 // writing status.json before its first task, run-budget-block a run its
-// budget stopped, run-reopened an ended run reopened to skip a task.
+// budget stopped, run-budget-pause a run its budget paused until `run
+// budget set` raised it (e2e.TestRunBudgetPauseWaitsForRunBudgetSet,
+// PAUSE_WRITE_HISTORY=1), run-reopened an ended run reopened to skip a task.
 // slots-* are agent slots: a task that waited in line for its slot, a task
 // refused one by its timeout, and the pool that served them (recorded while
 // it still ran). stall-* are tasks whose phase stalled, one per action

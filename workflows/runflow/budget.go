@@ -1,11 +1,13 @@
 package runflow
 
 import (
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -16,7 +18,11 @@ import (
 // notes a warning once, on itself and on the brief of every task running;
 // at 100 % a `block` budget stops the run as an abort does, every running
 // task aborted with "Budget exceeded ($X spent of $Y)", and no task starts
-// again; a `warn` budget notes that too and goes on.
+// again; a `warn` budget notes that too and goes on; a `pause` budget
+// pauses the run as a person's pause does (paused_reason budget): no task
+// starts, the running ones go on to their end, until a person raises the
+// budget (UpdateBudget) or resumes the run. A resume acknowledges what was
+// spent so far: the run pauses again once its tasks spend more than that.
 
 // listenForSpend registers the handler of the tasks' spending reports.
 func (r *runFlow) listenForSpend() {
@@ -57,6 +63,12 @@ func (r *runFlow) checkBudget() bool {
 	ended, running := r.spent()
 	total := ended + running
 	level := b.Level(total)
+	if level == costs.Spent && r.st.BudgetLevel == costs.Spent && b.Action == costs.Pause && spentPast(total, r.st.BudgetAck) {
+		// Spent again since a person acknowledged the spend, or the
+		// run was paused by a person when the budget was spent.
+		r.pauseForBudget(total)
+		return false
+	}
 	if level <= r.st.BudgetLevel {
 		return false
 	}
@@ -72,11 +84,109 @@ func (r *runFlow) checkBudget() bool {
 			r.st.Aborting, r.st.AbortReason = true, r.st.BudgetNote
 			return true
 		}
+		if b.Action == costs.Pause {
+			r.pauseForBudget(total)
+			return false
+		}
 		r.st.BudgetNote += " (budget action warn: the run goes on)"
 	}
 	r.log.Warn("run budget", "run", r.run.Slug, "note", r.st.BudgetNote)
 	r.noteRunningTasks("budget", r.st.BudgetNote)
 	return false
+}
+
+// spentPast: total is more than the acknowledged spending, by more than
+// the rounding of adding the same costs up in another order (an attempt's
+// reports and its end).
+func spentPast(total, acknowledged float64) bool {
+	return total > acknowledged+1e-9
+}
+
+// versionBudgetPause names the change that lets a run's budget pause the
+// run; runs recorded before it could not have a pause budget.
+const versionBudgetPause = "run-budget-pause"
+
+// pauseForBudget pauses an active run for its spent budget and tells it on
+// the run and on the brief of every task running. A run a person paused
+// stays paused for them; it pauses for the budget once they resume it.
+func (r *runFlow) pauseForBudget(total float64) {
+	if r.st.Doc.Status != runstatus.RunActive {
+		return
+	}
+	if workflow.GetVersion(r.ctx, versionBudgetPause, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	if err := r.st.Doc.PauseFor(runstatus.PausedBudget, workflow.Now(r.ctx)); err != nil {
+		r.log.Error("budget pause not recorded", "run", r.run.Slug, "error", err)
+		return
+	}
+	r.changed()
+	slug := r.run.Slug
+	r.st.BudgetNote = r.in.Budget.ExceededMessage(total) + fmt.Sprintf(" (budget action pause: the run starts no new task and waits for a person: "+
+		"`starter run budget set %s -budget N` raises its budget, `starter run resume %s` goes on past it)", slug, slug)
+	r.log.Warn("run budget spent: the run pauses", "run", slug, "spent", total, "limit", r.in.Budget.LimitUSD)
+	r.noteRunningTasks("budget", r.st.BudgetNote)
+}
+
+// resume ends the run's pause; the end of a pause for the budget
+// acknowledges what was spent so far.
+func (r *runFlow) resume() error {
+	forBudget := r.st.Doc.PausedReason == runstatus.PausedBudget
+	if err := r.apply(func(s *runstatus.Status) error { return s.Resume() }); err != nil {
+		return err
+	}
+	if forBudget {
+		ended, running := r.spent()
+		r.st.BudgetAck = ended + running
+		r.st.BudgetNote += fmt.Sprintf(" Resumed by a person: $%.2f spent acknowledged; the run pauses again once its tasks spend more.", r.st.BudgetAck)
+	}
+	return nil
+}
+
+// setBudget sets the run's budget (apply false: only checks the request).
+// Its level is taken afresh, so a warning or the action comes again when
+// the new budget is reached; a run paused for its budget starts tasks
+// again once the new one is not spent (or no longer pauses).
+func (r *runFlow) setBudget(req runapi.BudgetRequest, apply bool) error {
+	if err := r.checkOpen("set the budget of"); err != nil {
+		return err
+	}
+	if r.in.Budget == nil {
+		return fmt.Errorf("run %s has no budget: start it with one (-budget) to set it", r.run.Slug)
+	}
+	b := costs.Budget{LimitUSD: req.LimitUSD, Action: req.Action}
+	if b.Action == "" {
+		b.Action = r.in.Budget.Action
+	}
+	if err := budgetError(&b); err != nil {
+		return fmt.Errorf("run %s: %w", r.run.Slug, errors.Unwrap(err))
+	}
+	if !apply {
+		return nil
+	}
+	r.in.Budget = &b
+	ended, running := r.spent()
+	total := ended + running
+	level := b.Level(total)
+	r.st.BudgetLevel = min(r.st.BudgetLevel, level)
+	if level == costs.Spent && b.Action != costs.Pause {
+		r.st.BudgetLevel = costs.Warning // the new action acts at once
+	}
+	r.st.BudgetAck = 0
+	r.st.BudgetNote = fmt.Sprintf("Budget set to $%.2f (%s at 100 %%): $%.2f spent", b.LimitUSD, b.Action, total)
+	if r.st.Doc.PausedReason == runstatus.PausedBudget && (level < costs.Spent || b.Action != costs.Pause) {
+		if err := r.st.Doc.Resume(); err != nil {
+			return err
+		}
+		r.st.BudgetNote += "; the run goes on"
+	} else if r.st.Doc.PausedReason == runstatus.PausedBudget {
+		r.st.BudgetNote += "; still spent: the run stays paused"
+		r.st.BudgetAck = total
+	}
+	r.log.Info("run budget set", "run", r.run.Slug, "limit", b.LimitUSD, "action", b.Action, "spent", total)
+	r.changed()
+	r.wake = true
+	return nil
 }
 
 // noteRunningTasks adds a note to the brief of every task running.
@@ -125,9 +235,6 @@ func budgetError(b *costs.Budget) error {
 	}
 	if err := b.Validate(); err != nil {
 		return fmt.Errorf("run: %w", err)
-	}
-	if b.Action == costs.Pause {
-		return fmt.Errorf("run: budget: action: %q is for a task's budget; a run's is %q or %q", b.Action, costs.Warn, costs.Block)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ func (r *runFlow) showDetails() {
 	if r.st.AbortReason != "" {
 		b.WriteString("Aborted: " + r.st.AbortReason + "\n\n")
 	}
+	b.WriteString(budgetPauseDetails(r))
 	b.WriteString("| task | status | model | loops | attempt | cost | note |\n|---|---|---|---|---|---|---|\n")
 	rows := 0
 	for _, pass := range []func(runstatus.TaskState) bool{needsPerson, func(s runstatus.TaskState) bool { return !needsPerson(s) }} {
@@ -61,6 +62,15 @@ func (r *runFlow) showDetails() {
 		}
 	}
 	r.setDetails(b.String())
+}
+
+// budgetPauseDetails says that a run paused for its budget waits for a
+// person, and how to go on; nothing for another run.
+func budgetPauseDetails(r *runFlow) string {
+	if r.st.Doc.PausedReason != runstatus.PausedBudget {
+		return ""
+	}
+	return "Paused for its budget, waiting for a person: " + r.st.BudgetNote + "\n\n"
 }
 
 func (r *runFlow) setDetails(s string) {

@@ -408,7 +408,8 @@ func (r *runFlow) upstream(id string) []runplan.Upstream {
 	return ups
 }
 
-// finished: nothing runs, nothing waits to merge, nothing can start.
+// finished: nothing runs, nothing waits to merge, nothing can start, and
+// the run is not paused by a person.
 func (r *runFlow) finished() bool {
 	if r.running() > 0 || len(r.closing) > 0 {
 		return false
@@ -419,7 +420,10 @@ func (r *runFlow) finished() bool {
 			return false
 		}
 	}
-	return r.st.Doc.Status == runstatus.RunActive && r.st.Doc.Finished()
+	// A run its budget paused ends too when nothing is left to start: a
+	// person would have nothing to let go on.
+	doc := &r.st.Doc
+	return (doc.Status == runstatus.RunActive || doc.PausedReason == runstatus.PausedBudget) && doc.Finished()
 }
 
 func (r *runFlow) complete() (runstatus.Status, error) {

@@ -23,7 +23,11 @@ type runState struct {
 	Spent       costs.Summary `json:"spent"`
 	BudgetLevel costs.Level   `json:"budgetLevel,omitempty"`
 	BudgetNote  string        `json:"budgetNote,omitempty"`
-	AbortReason string        `json:"abortReason,omitempty"`
+	// BudgetAck is what the run had spent when a person ended its pause
+	// for a spent budget (or set one still spent): it pauses again only
+	// past it.
+	BudgetAck   float64 `json:"budgetAck,omitempty"`
+	AbortReason string  `json:"abortReason,omitempty"`
 	// Changes counts changes to the document, so that it is written once
 	// per batch of them.
 	Changes int `json:"changes"`

@@ -9,7 +9,7 @@ import (
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
-// setUpdateHandlers registers pause, resume, skip, retry and abort. Each
+// setUpdateHandlers registers pause, resume, skip, retry, budget and abort. Each
 // validator refuses a request that does not apply, so the caller gets the
 // reason and history records nothing; each handler only changes state and
 // wakes the loop, so none holds an update open (Temporal allows only a few
@@ -23,12 +23,15 @@ func (r *runFlow) setUpdateHandlers() error {
 	hs := []handler{
 		{runapi.UpdatePause, "start no new task; running ones go on", func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Pause() }) },
 			func() error { return r.check(func(s *runstatus.Status) error { return s.Pause() }) }},
-		{runapi.UpdateResume, "let a paused run start tasks again", func(workflow.Context) error { return r.apply(func(s *runstatus.Status) error { return s.Resume() }) },
+		{runapi.UpdateResume, "let a paused run start tasks again", func(workflow.Context) error { return r.resume() },
 			func() error { return r.check(func(s *runstatus.Status) error { return s.Resume() }) }},
 		{runapi.UpdateSkip, `{"task": id}: give up on a task; its dependents treat it as done`, func(_ workflow.Context, req runapi.TaskRequest) error { return r.apply(skip(req)) },
 			func(req runapi.TaskRequest) error { return r.check(skip(req)) }},
 		{runapi.UpdateRetry, `{"task": id}: a failed task again, or a rebased task's merge`, func(_ workflow.Context, req runapi.TaskRequest) error { return r.retry(req, true) },
 			func(req runapi.TaskRequest) error { return r.retry(req, false) }},
+		{runapi.UpdateBudget, `{"limitUsd": n, "action": a}: set the run's budget; a run paused for its budget goes on once it is not spent`,
+			func(_ workflow.Context, req runapi.BudgetRequest) error { return r.setBudget(req, true) },
+			func(req runapi.BudgetRequest) error { return r.setBudget(req, false) }},
 		{runapi.UpdateAbort, `{"reason": text}: abort every running task and end the run`, func(_ workflow.Context, req runapi.AbortRequest) error {
 			if err := r.checkOpen("abort"); err != nil {
 				return err

@@ -21,6 +21,9 @@ const (
 	UpdateSkip   = "skip"
 	UpdateRetry  = "retry"
 	UpdateAbort  = "abort"
+	// UpdateBudget sets the run's budget (BudgetRequest): a run paused for
+	// its budget starts tasks again once the new one is not spent.
+	UpdateBudget = "budget"
 
 	// QueryHandover answers with the RunInput the run would continue-as-new
 	// with: what a client needs to reopen an ended run.
@@ -105,6 +108,13 @@ type Cost struct {
 type TaskRequest struct {
 	Task   string `json:"task"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// BudgetRequest is the input of budget: the run's new limit, and its
+// action (empty: keep the run's).
+type BudgetRequest struct {
+	LimitUSD float64      `json:"limitUsd"`
+	Action   costs.Action `json:"action,omitempty"`
 }
 
 // AbortRequest is the input of abort; the reason is optional.
