@@ -192,6 +192,20 @@ func (r *taskRun) reportLimit(p *taskapi.Pause) {
 	}, "limit")
 }
 
+// leaveWithStatus is the account a task on its worker's account leaves
+// with its attempt's last status write (no signal of its own), and takes
+// the membership as ended; "" for none. Only such tasks, whose histories
+// all come after this, leave so: a task with its own account or pool
+// signals, as its recorded histories do.
+func (r *taskRun) leaveWithStatus() string {
+	a := &r.st.Current
+	if !r.accountOn || !r.st.WorkersAccount || !a.AccountJoined {
+		return ""
+	}
+	a.AccountJoined = false
+	return r.st.Account
+}
+
 // leaveAccount ends the task's membership when an attempt ends.
 func (r *taskRun) leaveAccount() {
 	if !r.accountOn || !r.st.Current.AccountJoined {

@@ -50,6 +50,8 @@ type accountRig struct {
 	// account; claims are the claims asked.
 	claim  taskact.ClaimHostResult
 	claims []taskact.ClaimHostRequest
+	// statusLeaves: the accounts the status writes left.
+	statusLeaves []string
 }
 
 func (c *accountRig) register() {
@@ -159,6 +161,9 @@ func (c *accountRig) register() {
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
 			c.updates = append(c.updates, req.Update)
+			if req.LeaveAccount != "" {
+				c.statusLeaves = append(c.statusLeaves, req.LeaveAccount)
+			}
 			return nil
 		})
 }
@@ -364,7 +369,8 @@ func TestTaskWithoutAccountJoinsTheWorkersAccount(t *testing.T) {
 	require.Len(t, c.resumedAt, 1)
 	require.False(t, c.resumedAt[0].Before(until))
 	require.Equal(t, "default.q", paused.Pause.Account)
-	require.Equal(t, []string{"karvi-account-default.q"}, c.leaves, "the task leaves the worker's account when it ends")
+	require.Empty(t, c.leaves, "no signal of its own to leave")
+	require.Equal(t, []string{"default.q"}, c.statusLeaves, "the task leaves the worker's account with its last status write")
 }
 
 // A task on its worker's account that meets a limit reports it there.
@@ -420,6 +426,7 @@ func TestOwnAccountOrPoolWinsOverTheWorkers(t *testing.T) {
 			require.False(t, c.claims[0].JoinAccount)
 			require.Equal(t, tc.want, c.accountReqs[0].Account)
 			require.Equal(t, []string{"karvi-account-" + tc.want}, c.leaves)
+			require.Empty(t, c.statusLeaves)
 		})
 	}
 }
@@ -435,4 +442,5 @@ func TestWorkersAccountNotReached(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, c.startedAt, 1)
 	require.Empty(t, c.leaves, "never joined: nothing to leave")
+	require.Empty(t, c.statusLeaves, "never joined: nothing to leave")
 }
