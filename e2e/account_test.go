@@ -254,4 +254,5 @@ func TestDefaultAccountPausesTasksThatNameNone(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return len(accountView(t, r, account).Members) == 0 },
 		10*time.Second, 100*time.Millisecond, "every task left the account when it ended")
+	keepTaskHistory(t, r, "DA2", "DEFAULT_ACCOUNT_WRITE_HISTORY", "pause-default-account-member.json")
 }
