@@ -41,6 +41,11 @@ type ClaimHostResult struct {
 	AccountProblem string           `json:"accountProblem,omitempty"`
 }
 
+// joinWait bounds the join a claim makes: an account whose workflow no
+// worker serves (one named by workers of several queues, whose first queue
+// has none left) must not keep the task from starting; it goes on alone.
+var joinWait = 10 * time.Second
+
 // ClaimHost is taken on the shared queue by a worker whose host has room
 // (the worker's gate hands it back otherwise) and names that host: the
 // attempt's start then goes to the host's own queue, where a retried start
@@ -52,7 +57,9 @@ func (a *Activities) ClaimHost(ctx context.Context, req ClaimHostRequest) (Claim
 		return res, nil
 	}
 	res.Account = a.Config.Account
-	v, err := a.Accounts.AccountUpdate(ctx, accountact.AccountRequest{Account: res.Account,
+	jctx, cancel := context.WithTimeout(ctx, joinWait)
+	defer cancel()
+	v, err := a.Accounts.AccountUpdate(jctx, accountact.AccountRequest{Account: res.Account,
 		Join: &accountapi.JoinRequest{Member: activity.GetInfo(ctx).WorkflowExecution.ID}})
 	if err != nil {
 		res.AccountProblem = err.Error()
