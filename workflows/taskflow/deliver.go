@@ -48,7 +48,7 @@ func (r *taskRun) startAttempt() error {
 		// is paused, and is held before it starts.
 		claim, err := r.claimHost(r.wantsWorkersAccount())
 		if err != nil {
-			return err
+			return fmt.Errorf("start attempt %d: %w", a.N, err)
 		}
 		if r.adoptWorkersAccount(claim) {
 			return nil
