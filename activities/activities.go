@@ -52,6 +52,10 @@ type Config struct {
 	// and -on-stall (stall.go).
 	StallAfter time.Duration
 	OnStall    stalls.Action
+	// Account is the agent account of the tasks this worker claims a
+	// host for that name no account and no slot pool (the worker's
+	// -account, by default one per task queue); empty for none.
+	Account string
 }
 
 // HeartbeatEvery is how often a long activity heartbeats.

@@ -194,3 +194,65 @@ func TestAccountResumeEndsEveryPause(t *testing.T) {
 		return err == nil && st.Pauses >= 2
 	}, 30*time.Second, 100*time.Millisecond, "the account's resume resumed the task that met the limit")
 }
+
+// Three tasks that name no account and no slot pool, on one worker: they
+// run on the worker's account (by default one per task queue), so when
+// one meets the usage limit all three pause, and all resume at the reset,
+// each as attempt 1 with its passed phase not run again.
+func TestDefaultAccountPausesTasksThatNameNone(t *testing.T) {
+	r := testrig.New(t, testrig.Options{})
+	account := accountapi.QueueAccount(r.Queue)
+	tuning := &taskapi.Tuning{PauseMargin: 200 * time.Millisecond, CheckpointEvery: 200 * time.Millisecond}
+	ids := []string{"DA1", "DA2", "DA3"}
+	msgs := map[string]string{
+		"DA1": "Limited. [sim phase=implement delay=2s] [sim phase=test limit resets=12s]",
+		"DA2": "Slow tests. [sim phase=test delay=8s]",
+		"DA3": "Slow tests. [sim phase=test delay=8s]",
+	}
+	runs := map[string]client.WorkflowRun{}
+	for _, id := range ids {
+		r.Workspace(id)
+		runs[id] = r.StartInput(taskapi.TaskInput{Dispatch: testrig.Dispatch(t, id, msgs[id]), Tuning: tuning})
+	}
+	paused := map[string]taskapi.Status{}
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			st, err := r.Status(id)
+			if err == nil && st.Pause != nil {
+				paused[id] = st
+			}
+		}
+		return len(paused) == 3
+	}, 30*time.Second, 50*time.Millisecond, "every task on the worker's account must pause")
+	until := paused["DA1"].Pause.Until
+	for _, id := range []string{"DA2", "DA3"} {
+		require.Equal(t, account, paused[id].Pause.Account, id)
+		require.Equal(t, "DA1", paused[id].Pause.By, id)
+		require.True(t, paused[id].Pause.Until.Equal(until), "%s pauses until %v, the account until %v", id, paused[id].Pause.Until, until)
+	}
+	require.Empty(t, r.LiveConductors(), "no conductor runs on a paused account")
+	view := accountView(t, r, account)
+	require.True(t, view.Paused)
+	require.Len(t, view.Members, 3)
+
+	for _, id := range ids {
+		res := r.Result(runs[id])
+		require.EqualValues(t, "completed", res.Outcome.TaskStatus, "%s: %s", id, res.Outcome.LastError)
+		require.Equal(t, 1, res.Attempt, "%s: a pause is not an attempt", id)
+		require.Equal(t, 1, phaseStarts(r, id, res.PlanName)["implement"], "%s: the passed phase is not run again", id)
+	}
+	for _, id := range []string{"DA2", "DA3"} {
+		var resumed time.Time
+		for _, ev := range r.Events(id, r.Result(runs[id]).PlanName) {
+			ts, err := time.Parse(time.RFC3339Nano, ev["ts"].(string))
+			require.NoError(t, err)
+			if ev["type"] == "phase_start" && ev["phase_id"] == "test" {
+				resumed = ts
+			}
+		}
+		require.False(t, resumed.Before(until.Add(-time.Second)), "%s ran its test phase again at %v, before the reset %v", id, resumed, until)
+	}
+	require.Eventually(t, func() bool { return len(accountView(t, r, account).Members) == 0 },
+		10*time.Second, 100*time.Millisecond, "every task left the account when it ended")
+	keepTaskHistory(t, r, "DA2", "DEFAULT_ACCOUNT_WRITE_HISTORY", "pause-default-account-member.json")
+}

@@ -31,6 +31,7 @@ import (
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -245,7 +246,8 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 	}
 	require.True(t, failed, "case %q: workflow failed", c.name)
 	if c.atPrepare {
-		// The host claim (no side effect) comes before the start that refuses.
+		// The host claim (its only side effect: the task joins its
+		// worker's account) comes before the start that refuses.
 		require.Equal(t, []string{"ClaimHost", "StartAttempt"}, scheduled, "case %q", c.name)
 	} else {
 		require.Empty(t, scheduled, "case %q", c.name)
@@ -254,10 +256,11 @@ func requireFailedFast(t *testing.T, r *rig, workflowID string, c badDispatch) {
 
 // requireQueueIdle waits until visibility reports no running workflow on
 // the rig's queue (visibility lags; the deadline is a safety net) and
-// checks each workflow the rig started directly.
+// checks each workflow the rig started directly. The queue's agent account
+// (the one its worker gives tasks that name none) runs until stopped.
 func requireQueueIdle(t *testing.T, r *rig) {
 	t.Helper()
-	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running"`, r.Queue)
+	query := fmt.Sprintf(`TaskQueue = %q AND ExecutionStatus = "Running" AND WorkflowType != %q`, r.Queue, accountapi.WorkflowName)
 	wait.EventuallyEvery(t, time.Minute, 100*time.Millisecond, "no workflow running on "+r.Queue, func() (any, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := r.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: r.Server.Namespace, Query: query})

@@ -344,8 +344,9 @@ func (f *fleetRig) ranOnce(id string, a taskapi.AttemptSummary) []map[string]any
 // routedToHosts asserts from the task's history that its activities ran
 // where they belong: each ClaimHost on the shared queue; the StartAttempt,
 // DeliverEvents and AbortConductor of an attempt on its host's queue,
-// taken by that host; status writes, and the read of the sink's brief
-// after a host loss, on the shared queue. It returns how many activities went to a host's queue.
+// taken by that host; status writes, the read of the sink's brief
+// after a host loss, and the agent account's join or limit, on the shared
+// queue. It returns how many activities went to a host's queue.
 func (f *fleetRig) routedToHosts(id string, res taskapi.Result) int {
 	t := f.T()
 	t.Helper()
@@ -359,7 +360,7 @@ func (f *fleetRig) routedToHosts(id string, res taskapi.Result) int {
 			typ, queue := a.GetActivityType().GetName(), a.GetTaskQueue().GetName()
 			s := scheduled{typ: typ, queue: queue}
 			switch typ {
-			case "ClaimHost", "SetTaskStatus", "CatchUpBrief":
+			case "ClaimHost", "SetTaskStatus", "CatchUpBrief", "AccountUpdate":
 				require.Equal(t, f.Queue, queue, "%s: %s on the shared queue", id, typ)
 			default:
 				if typ == "StartAttempt" {

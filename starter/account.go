@@ -17,11 +17,21 @@ import (
 )
 
 func accountFlag(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.account, "account", "", "agent `account` (required)")
+	fs.StringVar(&o.account, "account", "", "agent `account` (default default.<task-queue>, the account the workers of the queue give tasks that name none)")
+}
+
+// accountOrDefault is the account asked for, else the task queue's
+// default one (the worker's -account when it sets none).
+func accountOrDefault(account, queue string) string {
+	if account == "" {
+		return accountapi.QueueAccount(queue)
+	}
+	return account
 }
 
 func accountCmd(e *env, cl client.Client) error {
 	o := e.inv.opts
+	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
 	}
@@ -38,6 +48,7 @@ func accountCmd(e *env, cl client.Client) error {
 
 func accountResumeCmd(e *env, cl client.Client) error {
 	o := e.inv.opts
+	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
 	}

@@ -95,7 +95,7 @@ var commands = []*command{
 			followFlag(fs, o)
 			budgetFlags(fs, o)
 			taskPoolFlags(fs, o)
-			fs.StringVar(&o.account, "account", "", "agent `account` the task's conductors use: a usage limit pauses every task on it (default: the -pool's name, else none)")
+			fs.StringVar(&o.account, "account", "", "agent `account` the task's conductors use: a usage limit pauses every task on it (default: the -pool's name, else the worker's -account, by default one per task queue)")
 		}},
 	{name: "cost", run: withClient(costCmd), arg: "<taskId|slug>", summary: "what a task (or a run) spent, by phase, model and skill, against its budget", flags: jsonOnlyFlag},
 	{name: "abort", run: withClient(abortCmd), arg: "<taskId>", summary: "abort the task (signal abort)", flags: reasonFlag},

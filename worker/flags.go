@@ -12,6 +12,7 @@ import (
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -37,6 +38,10 @@ type config struct {
 	limitPatterns                  string
 	stallAfter                     time.Duration
 	onStall                        string
+	// account: the agent account of the tasks that name none (and no
+	// slot pool); "" for one per task queue, accountNone for none
+	// (workerAccount).
+	account string
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -69,6 +74,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"limit-patterns", "KARVI_EDDA_LIMIT_PATTERNS"},
 	{"stall-after", "KARVI_EDDA_STALL_AFTER"},
 	{"on-stall", "KARVI_EDDA_ON_STALL"},
+	{"account", "KARVI_EDDA_ACCOUNT"},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -115,6 +121,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.StringVar(&c.limitPatterns, "limit-patterns", "", "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)")
 	fs.DurationVar(&c.stallAfter, "stall-after", stalls.DefaultAfter, "a phase with no event and no agent transcript line for this long has stalled, when its dispatch sets no stallAfterSec; applies only to phases whose timeout is longer; 0 watches for none (docs/stalls.md)")
 	fs.StringVar(&c.onStall, "on-stall", string(stalls.Warn), "what follows a stall when the dispatch sets no onStall: warn (report only), redispatch (attempt n+1) or abort")
+	fs.StringVar(&c.account, "account", "", "the agent `account` of the tasks that name no account and no slot pool: they pause together when one meets a usage limit; none: each pauses alone (default default.<task-queue>, one per task queue; docs/pauses.md)")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -163,12 +170,34 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 	if c.stallAfter != 0 && c.stallAfter < stalls.MinAfter {
 		return c, fmt.Errorf("-stall-after (KARVI_EDDA_STALL_AFTER) %s: want at least %s, or 0 to watch for none", c.stallAfter, stalls.MinAfter)
 	}
+	if c.account != "" && c.account != accountNone {
+		if err := accountapi.ValidName(c.account); err != nil {
+			return c, fmt.Errorf("-account (KARVI_EDDA_ACCOUNT): %w", err)
+		}
+	}
 	if c.host != "" {
 		if err := fleet.CheckHost(c.host); err != nil {
 			return c, fmt.Errorf("-host (KARVI_EDDA_HOST): %w", err)
 		}
 	}
 	return c, nil
+}
+
+// accountNone is the -account of a worker whose tasks that name no
+// account each pause alone.
+const accountNone = "none"
+
+// workerAccount is the agent account of the tasks the worker claims a host
+// for that name none: -account, by default one per task queue; "" for
+// none. queue is the worker's task queue, as the connection resolved it.
+func workerAccount(c config, queue string) string {
+	switch c.account {
+	case accountNone:
+		return ""
+	case "":
+		return accountapi.QueueAccount(queue)
+	}
+	return c.account
 }
 
 // want describes the values a flag takes, for an error about its variable.

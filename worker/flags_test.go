@@ -31,6 +31,14 @@ func TestDefaults(t *testing.T) {
 		maxActivities: 5000, intakeHint: "edda", intakePoll: 10 * time.Second,
 		stallAfter: 15 * time.Minute, onStall: "warn",
 	}, c)
+	// No -account: one account per task queue.
+	require.Equal(t, "default.karvi-edda", workerAccount(c, "karvi-edda"))
+	c, err = parseFlags([]string{"-account", "none"}, getenv(nil))
+	require.NoError(t, err)
+	require.Empty(t, workerAccount(c, "karvi-edda"), "none: each task pauses alone")
+	c, err = parseFlags([]string{"-account", "team-a", "-task-queue", "q2"}, getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, "team-a", workerAccount(c, "q2"))
 }
 
 // Every flag has a variable; the variable beats the default, the flag beats
@@ -62,6 +70,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_LIMIT_PATTERNS":             "/env/limits.yaml",
 		"KARVI_EDDA_STALL_AFTER":                "20m",
 		"KARVI_EDDA_ON_STALL":                   "abort",
+		"KARVI_EDDA_ACCOUNT":                    "env-account",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -75,7 +84,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "env-host",
 		intakeKarvi: true, intakeHint: "env-hint", intakePoll: 7 * time.Second,
 		notifyURL: "http://127.0.0.1:9/hook", notifyDeadLetter: "/env/dead.jsonl", limitPatterns: "/env/limits.yaml",
-		stallAfter: 20 * time.Minute, onStall: "abort",
+		stallAfter: 20 * time.Minute, onStall: "abort", account: "env-account",
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -91,7 +100,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-host", "flag-host",
 		"-sink", "karvi", "-intake-karvi=true", "-intake-runtime-hint", "flag-hint", "-intake-poll", "8s",
 		"-notify-url", "https://hooks.example/x", "-notify-dead-letter", "/flag/dead.jsonl", "-limit-patterns", "/flag/limits.yaml",
-		"-stall-after", "0", "-on-stall", "redispatch",
+		"-stall-after", "0", "-on-stall", "redispatch", "-account", "flag-account",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -107,7 +116,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "flag-host",
 		intakeKarvi: true, intakeHint: "flag-hint", intakePoll: 8 * time.Second,
 		notifyURL: "https://hooks.example/x", notifyDeadLetter: "/flag/dead.jsonl", limitPatterns: "/flag/limits.yaml",
-		stallAfter: 0, onStall: "redispatch",
+		stallAfter: 0, onStall: "redispatch", account: "flag-account",
 	}, c)
 }
 
@@ -129,6 +138,7 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{args: []string{"-intake-poll", "10ms"}, want: []string{"-intake-poll", "between 1s and 1h", "10ms"}},
 		{env: map[string]string{"KARVI_EDDA_ON_STALL": "kill"}, want: []string{"-on-stall (KARVI_EDDA_ON_STALL)", `"kill": want warn, redispatch or abort`}},
 		{args: []string{"-stall-after", "100ms"}, want: []string{"-stall-after (KARVI_EDDA_STALL_AFTER)", "100ms", "0 to watch for none"}},
+		{env: map[string]string{"KARVI_EDDA_ACCOUNT": "my team"}, want: []string{"-account (KARVI_EDDA_ACCOUNT)", `"my team"`}},
 		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {

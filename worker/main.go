@@ -167,18 +167,20 @@ func run(c config) error {
 		Limits:     detector,
 		StallAfter: c.stallAfter,
 		OnStall:    stalls.Action(c.onStall),
+		Account:    workerAccount(c, conn.TaskQueue),
 	}
-	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier}
+	accounts := &accountact.Activities{Temporal: cl}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
 	w.RegisterActivity(&slotact.Activities{Temporal: cl})
-	w.RegisterActivity(&accountact.Activities{Temporal: cl})
+	w.RegisterActivity(accounts)
 	w.RegisterActivity(&intentact.Activities{Temporal: cl})
 	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	logger.Info("worker starting", "temporal", conn, "host", host,
-		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind)
+		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind, "account", cfg.Account)
 	if err := hw.Start(); err != nil {
 		return fmt.Errorf("start the worker of host %s: %w", host, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -16,6 +17,22 @@ import (
 type Client interface {
 	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
 	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
+	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+}
+
+// Leave tells account that member no longer runs on it, for an activity
+// that ends a task (the task's last status write): a signal the task's
+// history does not record. An account not running has nobody to drop.
+func Leave(ctx context.Context, c Client, account, member string) error {
+	err := c.SignalWorkflow(ctx, accountapi.WorkflowID(account), "", accountapi.SignalLeave, accountapi.LeaveSignal{Member: member})
+	var gone *serviceerror.NotFound
+	if errors.As(err, &gone) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("leave account %s: %w", account, err)
+	}
+	return nil
 }
 
 // Activities reach an agent account's workflow for a task workflow, which

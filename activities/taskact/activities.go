@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/sink"
@@ -46,6 +47,9 @@ type Activities struct {
 	// Notifier sends events (a task paused, resumed) to a person's
 	// webhook; nil sends none.
 	Notifier *notify.Notifier
+	// Accounts joins a task that names no agent account to the worker's
+	// (Config.Account) when it claims its host; nil joins none.
+	Accounts *accountact.Activities
 
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).

@@ -10,29 +10,63 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // ClaimHostRequest asks for a host to start an attempt of a task on.
 type ClaimHostRequest struct {
 	TaskID  string `json:"taskId"`
 	Attempt int    `json:"attempt"`
+	// JoinAccount: the task names no agent account of its own, so it
+	// runs on the worker's (Config.Account): the claim joins the task to
+	// that account's workflow and says which account it is, so the task
+	// learns its account with no command of its own.
+	JoinAccount bool `json:"joinAccount,omitempty"`
 }
 
 // ClaimHostResult names the host that takes the attempt.
 type ClaimHostResult struct {
 	Host string `json:"host"`
+	// Account is the worker's agent account, when the claim was asked to
+	// join it; empty when the worker has none.
+	Account string `json:"account,omitempty"`
+	// Joined is the account as the join left it; nil when the account
+	// could not be reached (AccountProblem says why): the task then goes
+	// on alone, as a task whose account cannot be reached does.
+	Joined         *accountapi.View `json:"joined,omitempty"`
+	AccountProblem string           `json:"accountProblem,omitempty"`
 }
+
+// joinWait bounds the join a claim makes: an account whose workflow no
+// worker serves (one named by workers of several queues, whose first queue
+// has none left) must not keep the task from starting; it goes on alone.
+var joinWait = 10 * time.Second
 
 // ClaimHost is taken on the shared queue by a worker whose host has room
 // (the worker's gate hands it back otherwise) and names that host: the
 // attempt's start then goes to the host's own queue, where a retried start
 // re-attaches to the conductor an earlier try left instead of another host
 // starting a second one.
-func (a *Activities) ClaimHost(_ context.Context, _ ClaimHostRequest) (ClaimHostResult, error) {
-	return ClaimHostResult{Host: a.Config.Host}, nil
+func (a *Activities) ClaimHost(ctx context.Context, req ClaimHostRequest) (ClaimHostResult, error) {
+	res := ClaimHostResult{Host: a.Config.Host}
+	if !req.JoinAccount || a.Config.Account == "" || a.Accounts == nil {
+		return res, nil
+	}
+	res.Account = a.Config.Account
+	jctx, cancel := context.WithTimeout(ctx, joinWait)
+	defer cancel()
+	v, err := a.Accounts.AccountUpdate(jctx, accountact.AccountRequest{Account: res.Account,
+		Join: &accountapi.JoinRequest{Member: activity.GetInfo(ctx).WorkflowExecution.ID}})
+	if err != nil {
+		res.AccountProblem = err.Error()
+		return res, nil
+	}
+	res.Joined = &v
+	return res, nil
 }
 
 // StartAttemptRequest begins one attempt of a task.

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
@@ -34,6 +35,7 @@ func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error
 	if _, err := a.appendSteps(ctx, req.Stream); err != nil {
 		return fmt.Errorf("store the workflow's events: %w", err)
 	}
+	a.leaveAccount(ctx, req.LeaveAccount)
 	err := a.Sink.SetStatus(ctx, req.TaskID, req.Update.sink())
 	if errors.Is(err, sink.ErrBoardCancelled) || errors.Is(err, sink.ErrTaskGone) {
 		// Nothing to write: a person cancelled the task on the board (that
@@ -49,6 +51,20 @@ func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error
 		return sinkError(fmt.Sprintf("set task %s status %s", req.TaskID, req.Update.Status), err)
 	}
 	return nil
+}
+
+// leaveAccount ends the task's membership of account, when the request
+// asks (StatusRequest.LeaveAccount). Best effort: a failure is logged, and
+// the account drops a member whose workflow is gone when it next signals.
+func (a *Activities) leaveAccount(ctx context.Context, account string) {
+	if account == "" || a.Accounts == nil || a.Accounts.Temporal == nil || !activity.IsActivity(ctx) {
+		return
+	}
+	member := activity.GetInfo(ctx).WorkflowExecution.ID
+	if err := accountact.Leave(ctx, a.Accounts.Temporal, account, member); err != nil {
+		activity.GetLogger(ctx).Warn("task not taken off its account; the account drops it when it next signals",
+			"account", account, "error", err)
+	}
 }
 
 // sinkError marks what no retry can fix as non-retryable, with karvi's own
@@ -116,6 +132,11 @@ type StatusRequest struct {
 	// Stream carries the workflow's steps (this status among them), stored
 	// before the status is written.
 	Stream *StreamInfo `json:"stream,omitempty"`
+	// LeaveAccount is the agent account the task leaves with this write,
+	// its last (a task on its worker's account, pause_account.go): the
+	// leave costs the task's history nothing of its own. Best effort: the
+	// account drops a member whose workflow is gone when it next signals.
+	LeaveAccount string `json:"leaveAccount,omitempty"`
 }
 
 // TaskStatusUpdate is a task status change as the workflow asks for it.

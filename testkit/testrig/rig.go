@@ -21,6 +21,7 @@ import (
 
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // Options shape one test's rig.
@@ -149,7 +150,8 @@ func (r *Rig) cleanup() {
 	}
 	// A failed test may leave its workflows open; close them so a later
 	// test reusing a task id is not refused.
-	for _, id := range started {
+	// The worker's own agent account (one per queue) runs until stopped.
+	for _, id := range append(started, accountapi.WorkflowID(accountapi.QueueAccount(r.Queue))) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = r.Client.TerminateWorkflow(ctx, id, "", suite+" cleanup")
 		cancel()

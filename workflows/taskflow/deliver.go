@@ -41,6 +41,20 @@ func (r *taskRun) startAttempt() error {
 			return nil
 		}
 	}
+	var claimed *taskact.ClaimHostResult
+	if r.claimsHost {
+		// The claim comes first, before anything of the start is noted: a
+		// task on its worker's account learns there whether that account
+		// is paused, and is held before it starts.
+		claim, err := r.claimHost(r.wantsWorkersAccount())
+		if err != nil {
+			return fmt.Errorf("start attempt %d: %w", a.N, err)
+		}
+		if r.adoptWorkersAccount(claim) {
+			return nil
+		}
+		claimed = &claim
+	}
 	var res taskact.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	r.stepAttemptStarted()
@@ -54,7 +68,7 @@ func (r *taskRun) startAttempt() error {
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
 		Stream: stream, WatchLimits: r.limitsOn,
 	}
-	if err := r.runStart(attemptOptions(r.ctx, wait, summary), req, &res); err != nil {
+	if err := r.runStart(attemptOptions(r.ctx, wait, summary), req, &res, claimed); err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
 	}
 	r.streamStored(stream)

@@ -47,21 +47,25 @@ const versionClaimHost = 4
 // host that does not take the start within the grace is given up before
 // anything ran there (its fence stops what it may have started, should it
 // come back), and another host is claimed.
-func (r *taskRun) runStart(ctx workflow.Context, req taskact.StartAttemptRequest, res *taskact.StartAttemptResult) error {
+//
+// claimed is the claim startAttempt made already (nil for none): the first
+// start goes to its host.
+func (r *taskRun) runStart(ctx workflow.Context, req taskact.StartAttemptRequest, res *taskact.StartAttemptResult, claimed *taskact.ClaimHostResult) error {
 	if !r.claimsHost {
 		return workflow.ExecuteActivity(ctx, acts.StartAttempt, req).Get(r.ctx, res)
 	}
 	a := &r.st.Current
 	for {
-		var claim taskact.ClaimHostResult
-		summary := fmt.Sprintf("claim a host for attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
-		err := workflow.ExecuteActivity(claimOptions(r.ctx, summary), acts.ClaimHost,
-			taskact.ClaimHostRequest{TaskID: r.st.Dispatch.TaskID, Attempt: a.N}).Get(r.ctx, &claim)
-		if err != nil {
-			return fmt.Errorf("claim a host: %w", err)
+		if claimed == nil {
+			claim, err := r.claimHost(false)
+			if err != nil {
+				return err
+			}
+			claimed = &claim
 		}
-		r.pinHost(claim.Host)
-		err = workflow.ExecuteActivity(r.onHost(ctx), acts.StartAttempt, req).Get(r.ctx, res)
+		r.pinHost(claimed.Host)
+		claimed = nil
+		err := workflow.ExecuteActivity(r.onHost(ctx), acts.StartAttempt, req).Get(r.ctx, res)
 		if err == nil || a.Host == "" || !isHostLost(err) {
 			return err
 		}
@@ -69,6 +73,21 @@ func (r *taskRun) runStart(ctx workflow.Context, req taskact.StartAttemptRequest
 			"grace", r.st.Tuning.HostGraceOrDefault().String())
 		a.Host = ""
 	}
+}
+
+// claimHost claims a host with room for the attempt (ClaimHost, on the
+// shared queue); join asks the claim to join the task to the worker's
+// agent account too (pause_account.go).
+func (r *taskRun) claimHost(join bool) (taskact.ClaimHostResult, error) {
+	a := &r.st.Current
+	var claim taskact.ClaimHostResult
+	summary := fmt.Sprintf("claim a host for attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
+	err := workflow.ExecuteActivity(claimOptions(r.ctx, summary), acts.ClaimHost,
+		taskact.ClaimHostRequest{TaskID: r.st.Dispatch.TaskID, Attempt: a.N, JoinAccount: join}).Get(r.ctx, &claim)
+	if err != nil {
+		return claim, fmt.Errorf("claim a host: %w", err)
+	}
+	return claim, nil
 }
 
 // pinHost records the host a started attempt runs on. A result without a

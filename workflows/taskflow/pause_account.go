@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -62,6 +63,47 @@ func (r *taskRun) useAccount() bool {
 	}
 	r.accountCh = workflow.GetSignalChannel(r.ctx, accountapi.SignalNotice)
 	return true
+}
+
+// A task that names no account and no slot pool runs on its worker's
+// agent account (the worker's -account, by default one per task queue):
+// the claim of its first attempt's host (ClaimHost) joins it there and
+// says which account that is, so the account costs such a task no command
+// of its own but the leave at the end. The decision rests on the claim's
+// recorded result, so it replays as it ran; a claim recorded before (no
+// account in it) leaves the task alone, as then.
+
+// wantsWorkersAccount says whether the next claim joins the task to its
+// worker's account: usage limits followed, and no account yet.
+func (r *taskRun) wantsWorkersAccount() bool {
+	return r.limitsOn && !r.accountOn && r.accountKey() == ""
+}
+
+// adoptWorkersAccount makes the worker's account, when the claim names
+// one, the task's, and holds the attempt when the join found it paused
+// (true: held).
+func (r *taskRun) adoptWorkersAccount(claim taskact.ClaimHostResult) bool {
+	if !r.wantsWorkersAccount() || claim.Account == "" || accountapi.ValidName(claim.Account) != nil {
+		return false
+	}
+	a := &r.st.Current
+	r.st.Account = claim.Account
+	r.st.WorkersAccount = true
+	r.accountOn = true
+	r.accountCh = workflow.GetSignalChannel(r.ctx, accountapi.SignalNotice)
+	a.AccountChecked, a.AccountJoined = true, claim.Joined != nil
+	if claim.Joined == nil {
+		r.log.Warn("agent account not reached", "account", claim.Account, "what", "join", "error", claim.AccountProblem)
+		return false
+	}
+	r.log.Info("the task runs on its worker's agent account", "account", claim.Account)
+	v := claim.Joined
+	if v.PausedUntil.After(workflow.Now(r.ctx)) {
+		r.holdForAccount(accountapi.Notice{Account: v.Account, Until: v.PausedUntil, ResetAt: v.ResetAt,
+			By: v.By, Phase: v.Phase, Source: v.Source, Text: v.Text})
+		return true
+	}
+	return false
 }
 
 // accountOptions: the account answers at once; an account workflow that
@@ -148,6 +190,20 @@ func (r *taskRun) reportLimit(p *taskapi.Pause) {
 		Limit: &accountapi.LimitRequest{Member: id, Task: r.st.Dispatch.TaskID, Until: p.Until,
 			ResetAt: p.ResetAt, Phase: p.Phase, Source: p.Source, Text: p.Text},
 	}, "limit")
+}
+
+// leaveWithStatus is the account a task on its worker's account leaves
+// with its attempt's last status write (no signal of its own), and takes
+// the membership as ended; "" for none. Only such tasks, whose histories
+// all come after this, leave so: a task with its own account or pool
+// signals, as its recorded histories do.
+func (r *taskRun) leaveWithStatus() string {
+	a := &r.st.Current
+	if !r.accountOn || !r.st.WorkersAccount || !a.AccountJoined {
+		return ""
+	}
+	a.AccountJoined = false
+	return r.st.Account
 }
 
 // leaveAccount ends the task's membership when an attempt ends.

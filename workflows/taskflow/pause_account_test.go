@@ -46,6 +46,12 @@ type accountRig struct {
 	completeAtOnce bool
 	// costUSD: what every delivery reports spent in the first phase.
 	costUSD float64
+	// claim is the answer to a claim that asks to join the worker's
+	// account; claims are the claims asked.
+	claim  taskact.ClaimHostResult
+	claims []taskact.ClaimHostRequest
+	// statusLeaves: the accounts the status writes left.
+	statusLeaves []string
 }
 
 func (c *accountRig) register() {
@@ -82,7 +88,16 @@ func (c *accountRig) register() {
 			c.leaves = append(c.leaves, wid)
 			return nil
 		})
-	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(taskact.ClaimHostResult{}, nil)
+	env.OnActivity(acts.ClaimHost, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req taskact.ClaimHostRequest) (taskact.ClaimHostResult, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.claims = append(c.claims, req)
+			if !req.JoinAccount {
+				return taskact.ClaimHostResult{}, nil
+			}
+			return c.claim, nil
+		})
 	env.OnActivity(acts.StartAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req taskact.StartAttemptRequest) (taskact.StartAttemptResult, error) {
 			info, err := f.prepare(taskact.PrepareRequest{Dispatch: req.Dispatch, Attempt: req.Attempt})
@@ -146,6 +161,9 @@ func (c *accountRig) register() {
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
 			c.updates = append(c.updates, req.Update)
+			if req.LeaveAccount != "" {
+				c.statusLeaves = append(c.statusLeaves, req.LeaveAccount)
+			}
 			return nil
 		})
 }
@@ -319,4 +337,110 @@ func TestPauseIsShownInTheSinkNotAsAFailure(t *testing.T) {
 	require.Equal(t, "dispatched/paused: paused: usage limit in phase test, resumes at 15:02:00 UTC", states[0])
 	require.Equal(t, "dispatched/dispatching: resumed: the limit's reset passed", states[1])
 	require.Equal(t, "completed/completed: ", states[2])
+}
+
+// workerAccount is the claim of a worker whose account is "default.q".
+func workerAccount(v accountapi.View) taskact.ClaimHostResult {
+	v.Account = "default.q"
+	return taskact.ClaimHostResult{Account: "default.q", Joined: &v}
+}
+
+// A task that names no account and no pool runs on its worker's: the
+// claim of its host joins it (no join of its own), and a notice of that
+// account pauses it like any member.
+func TestTaskWithoutAccountJoinsTheWorkersAccount(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.claim = workerAccount(accountapi.View{})
+	until := env.Now().Add(time.Hour).UTC()
+	var paused taskapi.Status
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(accountapi.SignalNotice, accountapi.Notice{Account: "default.q", Until: until, By: "T9", Phase: "implement"})
+	}, 10*time.Second)
+	pausedStatus(t, env, &paused)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.NotEmpty(t, c.claims)
+	require.True(t, c.claims[0].JoinAccount, "the claim joins the worker's account")
+	require.Empty(t, c.accountReqs, "no join of its own")
+	require.NotEmpty(t, c.interrupted)
+	require.Len(t, c.resumedAt, 1)
+	require.False(t, c.resumedAt[0].Before(until))
+	require.Equal(t, "default.q", paused.Pause.Account)
+	require.Empty(t, c.leaves, "no signal of its own to leave")
+	require.Equal(t, []string{"default.q"}, c.statusLeaves, "the task leaves the worker's account with its last status write")
+}
+
+// A task on its worker's account that meets a limit reports it there.
+func TestOwnLimitIsReportedToTheWorkersAccount(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.claim = workerAccount(accountapi.View{})
+	c.ownLimit = &taskact.UsageLimit{Phase: "test", ResetAt: env.Now().Add(time.Hour).UTC(), Source: "sign:rate_limit_event"}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, c.accountReqs, 1)
+	require.Equal(t, "default.q", c.accountReqs[0].Account)
+	require.NotNil(t, c.accountReqs[0].Limit)
+}
+
+// A claim that finds the worker's account paused holds the attempt until
+// the account's moment: nothing starts before.
+func TestWorkersAccountPauseHoldsANewAttempt(t *testing.T) {
+	env, c := newAccountRig(t)
+	until := env.Now().Add(2 * time.Hour).UTC()
+	c.claim = workerAccount(accountapi.View{PausedUntil: until, Paused: true, By: "T9"})
+	c.completeAtOnce = true
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.startedAt, 1)
+	require.False(t, c.startedAt[0].Before(until), "started at %v, the account paused until %v", c.startedAt[0], until)
+	require.Len(t, c.claims, 2, "claimed again after the hold")
+	require.False(t, c.claims[1].JoinAccount, "a member already: the task does not join again")
+	require.Empty(t, c.resumedAt)
+}
+
+// A task's own account or pool wins over its worker's.
+func TestOwnAccountOrPoolWinsOverTheWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   taskapi.TaskInput
+		want string
+	}{
+		{"account", taskapi.TaskInput{Account: "team"}, "team"},
+		{"pool", taskapi.TaskInput{Slots: &taskapi.SlotRequest{Pool: "solo"}}, "solo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, c := newAccountRig(t)
+			c.claim = workerAccount(accountapi.View{})
+			c.completeAtOnce = true
+			in := tc.in
+			in.Dispatch = exampleDispatch(t)
+			env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
+			require.NoError(t, env.GetWorkflowError())
+			require.NotEmpty(t, c.claims)
+			require.False(t, c.claims[0].JoinAccount)
+			require.Equal(t, tc.want, c.accountReqs[0].Account)
+			require.Equal(t, []string{"karvi-account-" + tc.want}, c.leaves)
+			require.Empty(t, c.statusLeaves)
+		})
+	}
+}
+
+// A worker whose account cannot be reached leaves the task alone, as an
+// account a task cannot reach does: it starts, and its own limit is still
+// reported to the account.
+func TestWorkersAccountNotReached(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.claim = taskact.ClaimHostResult{Account: "default.q", AccountProblem: "no server"}
+	c.completeAtOnce = true
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, c.startedAt, 1)
+	require.Empty(t, c.leaves, "never joined: nothing to leave")
+	require.Empty(t, c.statusLeaves, "never joined: nothing to leave")
 }

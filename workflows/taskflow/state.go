@@ -50,8 +50,11 @@ type State struct {
 	Stalls int `json:"stalls,omitempty"`
 	// Account is the agent account the task's conductors run on, as the
 	// task was started with it (pause_account.go); empty: the slot pool's
-	// name, or none.
+	// name, or its worker's account (WorkersAccount), or none.
 	Account string `json:"account,omitempty"`
+	// WorkersAccount: Account is the worker's, which the claim of the
+	// task's first host joined it to (pause_account.go).
+	WorkersAccount bool `json:"workersAccount,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so

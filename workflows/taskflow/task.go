@@ -445,12 +445,12 @@ func (r *taskRun) finish() error {
 	r.stepStatus(o.TaskStatus, o.BlockerReason)
 	r.stepAttemptEnded(ended, o.LastError)
 	told := r.tellRunEnded(o, ended)
-	err := r.setStatus(taskact.TaskStatusUpdate{
+	err := r.setStatusLeaving(taskact.TaskStatusUpdate{
 		Status:        o.TaskStatus,
 		Reason:        o.BlockerReason,
 		DispatchState: o.DispatchState,
 		LastError:     o.LastError,
-	})
+	}, r.leaveWithStatus())
 	if told != nil {
 		if serr := told.Get(r.ctx, nil); serr != nil {
 			r.log.Warn("end not told to the run; it learns of it when the task workflow closes", "error", serr)
@@ -529,12 +529,18 @@ func (r *taskRun) sendPatches(patches []mapping.Patch) {
 }
 
 func (r *taskRun) setStatus(u taskact.TaskStatusUpdate) error {
+	return r.setStatusLeaving(u, "")
+}
+
+// setStatusLeaving is setStatus that also leaves the agent account leave
+// (none when empty).
+func (r *taskRun) setStatusLeaving(u taskact.TaskStatusUpdate, leave string) error {
 	u.PlanID = r.st.Dispatch.PlanID
 	u.PlanName = r.st.Current.PlanName()
 	u.AskedAt = workflow.Now(r.ctx).UTC().Format(time.RFC3339)
 	stream := r.streamFor()
 	err := workflow.ExecuteActivity(statusOptions(r.ctx, statusSummary(u)), acts.SetTaskStatus,
-		taskact.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: stream}).Get(r.ctx, nil)
+		taskact.StatusRequest{TaskID: r.st.Dispatch.TaskID, Update: u, Stream: stream, LeaveAccount: leave}).Get(r.ctx, nil)
 	if err != nil {
 		r.st.SinkProblem = err.Error()
 		return fmt.Errorf("set task %s status %s: %w", r.st.Dispatch.TaskID, u.Status, err)

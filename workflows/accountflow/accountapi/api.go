@@ -7,6 +7,7 @@ package accountapi
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"time"
 
@@ -43,6 +44,35 @@ const (
 func WorkflowID(account string) string { return "karvi-account-" + account }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// QueueAccount is the agent account a worker gives, by default, the tasks
+// of its task queue that name none: "default.<queue>", the queue's name
+// made a valid account name (other characters become "_", a long name is
+// cut) with a hash of the whole name when it had to change, so two queues
+// never share it. One account per queue, not one for the namespace: the
+// account's workflow runs on the queue of the worker that started it,
+// whose workers serve its members.
+func QueueAccount(queue string) string {
+	const prefix = "default."
+	name := prefix + queue
+	if nameRE.MatchString(name) {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(queue))
+	suffix := fmt.Sprintf("-%08x", h.Sum32())
+	mapped := []rune{}
+	for _, c := range queue {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			c = '_'
+		}
+		mapped = append(mapped, c)
+	}
+	if room := 64 - len(prefix) - len(suffix); len(mapped) > room {
+		mapped = mapped[:room]
+	}
+	return prefix + string(mapped) + suffix
+}
 
 // ValidName refuses an account key that cannot name a workflow plainly.
 func ValidName(name string) error {

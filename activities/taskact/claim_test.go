@@ -1,0 +1,63 @@
+package taskact
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/activities/accountact"
+)
+
+// hangingAccounts is a Temporal client whose account never answers: its
+// workflow runs on a queue no worker serves any more.
+type hangingAccounts struct{ updates int }
+
+func (h *hangingAccounts) NewWithStartWorkflowOperation(client.StartWorkflowOptions, any, ...any) client.WithStartWorkflowOperation {
+	return nil
+}
+
+func (h *hangingAccounts) UpdateWithStartWorkflow(ctx context.Context, _ client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	h.updates++
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (h *hangingAccounts) SignalWorkflow(context.Context, string, string, string, any) error {
+	return nil
+}
+
+// A claim asked to join the worker's account names it; an account that
+// does not answer holds the claim no longer than joinWait, and the task
+// goes on alone rather than never starting.
+func TestClaimJoinsTheWorkersAccountWithinABound(t *testing.T) {
+	defer func(w time.Duration) { joinWait = w }(joinWait)
+	joinWait = 100 * time.Millisecond
+	h := &hangingAccounts{}
+	a := &Activities{Config: activities.Config{Host: "h1", Account: "default.q"}, Accounts: &accountact.Activities{Temporal: h}}
+	var env testsuite.WorkflowTestSuite
+	aenv := env.NewTestActivityEnvironment()
+	aenv.RegisterActivity(a)
+
+	start := time.Now()
+	v, err := aenv.ExecuteActivity(a.ClaimHost, ClaimHostRequest{TaskID: "T5", Attempt: 1, JoinAccount: true})
+	require.NoError(t, err)
+	var res ClaimHostResult
+	require.NoError(t, v.Get(&res))
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, "h1", res.Host)
+	require.Equal(t, "default.q", res.Account)
+	require.Nil(t, res.Joined)
+	require.NotEmpty(t, res.AccountProblem)
+	require.Equal(t, 1, h.updates)
+
+	v, err = aenv.ExecuteActivity(a.ClaimHost, ClaimHostRequest{TaskID: "T5", Attempt: 1})
+	require.NoError(t, err)
+	var plain ClaimHostResult
+	require.NoError(t, v.Get(&plain))
+	require.Equal(t, ClaimHostResult{Host: "h1"}, plain, "not asked: no account")
+}
