@@ -6,8 +6,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/workflows/flowkit"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -103,7 +105,8 @@ func spentPast(total, acknowledged float64) bool {
 }
 
 // versionBudgetPause names the change that lets a run's budget pause the
-// run; runs recorded before it could not have a pause budget.
+// run; runs recorded before it could not have a pause budget. Version 2
+// tells the webhook that the run waits for a person.
 const versionBudgetPause = "run-budget-pause"
 
 // pauseForBudget pauses an active run for its spent budget and tells it on
@@ -113,7 +116,8 @@ func (r *runFlow) pauseForBudget(total float64) {
 	if r.st.Doc.Status != runstatus.RunActive {
 		return
 	}
-	if workflow.GetVersion(r.ctx, versionBudgetPause, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	v := workflow.GetVersion(r.ctx, versionBudgetPause, workflow.DefaultVersion, 2)
+	if v == workflow.DefaultVersion {
 		return
 	}
 	if err := r.st.Doc.PauseFor(runstatus.PausedBudget, workflow.Now(r.ctx)); err != nil {
@@ -126,6 +130,16 @@ func (r *runFlow) pauseForBudget(total float64) {
 		"`starter run budget set %s -budget N` raises its budget, `starter run resume %s` goes on past it)", slug, slug)
 	r.log.Warn("run budget spent: the run pauses", "run", slug, "spent", total, "limit", r.in.Budget.LimitUSD)
 	r.noteRunningTasks("budget", r.st.BudgetNote)
+	if v >= 2 {
+		now := workflow.Now(r.ctx).UTC()
+		flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
+			// One id a pause: the pause's time, the same on every replay.
+			ID:   fmt.Sprintf("%s-run_paused-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, now.UnixNano()),
+			Kind: "paused", Time: now, RunID: slug, Reason: r.st.BudgetNote,
+			Details: map[string]string{"paused_reason": string(runstatus.PausedBudget),
+				"spent_usd": fmt.Sprintf("%.2f", total), "limit_usd": fmt.Sprintf("%.2f", r.in.Budget.LimitUSD)},
+		})
+	}
 }
 
 // resume ends the run's pause; the end of a pause for the budget

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
@@ -43,4 +45,37 @@ func TestRunEndedNotifiesOnceWithCounts(t *testing.T) {
 	require.Equal(t, "1", n.Details["failed"])
 	require.Equal(t, "e", n.Details["need_a_person"])
 	require.Equal(t, "run diamond ended partial: 1 failed, 4 done", n.Reason)
+}
+
+// A run its budget pauses tells the webhook once that it waits for a
+// person, with the run's slug and the note that says how to go on.
+func TestRunBudgetPauseNotifiesOnce(t *testing.T) {
+	f := &fakeTasks{}
+	env, _ := runEnv(t, f)
+	var mu sync.Mutex
+	var notes []taskact.NotifyRequest
+	var notifier *taskact.Activities
+	env.RegisterActivity(notifier)
+	env.OnActivity(notifier.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req taskact.NotifyRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			notes = append(notes, req)
+			return nil
+		})
+	var answers []string
+	update(env, 8*time.Minute, runapi.UpdateBudget, &answers, runapi.BudgetRequest{LimitUSD: 5})
+	budget := costs.Budget{LimitUSD: 0.4, Action: costs.Pause}
+	env.ExecuteWorkflow(runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(diamondRun), Budget: &budget})
+	require.Equal(t, runstatus.RunComplete, runResult(t, env).Status)
+	var kinds []string
+	for _, n := range notes {
+		kinds = append(kinds, n.Kind)
+	}
+	require.Equal(t, []string{"paused", "run_ended"}, kinds, "notes: %+v", notes)
+	p := notes[0]
+	require.Equal(t, "diamond", p.RunID)
+	require.Equal(t, "budget", p.Details["paused_reason"])
+	require.Equal(t, pausedNote, p.Reason)
+	require.Contains(t, p.ID, "-run_paused-")
 }
