@@ -18,6 +18,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/internal/tailer"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
@@ -74,9 +75,14 @@ type UsageLimit struct {
 }
 
 // limitPoll is how often the transcripts are looked at while a delivery
-// runs: a limited agent answers at once and edda retries at once, so a
-// limit must be seen within a fraction of a second.
-const limitPoll = 100 * time.Millisecond
+// runs without inotify: a limited agent answers at once and edda retries
+// at once, so a limit must be seen within a fraction of a second. With
+// inotify they are read when they change, and looked at every
+// limitRecheck besides, in case a notification was lost.
+const (
+	limitPoll    = 100 * time.Millisecond
+	limitRecheck = 2 * time.Second
+)
 
 // maxTranscriptRead bounds one read of one transcript.
 const maxTranscriptRead = 4 << 20
@@ -104,9 +110,22 @@ func (d *delivery) watchLimits(ctx context.Context) func() {
 	d.limits = w
 	done := make(chan struct{})
 	stopped := make(chan struct{})
+	// A running task is followed for as long as it runs: the watch must
+	// cost next to nothing while its agent writes nothing.
+	changed, err := tailer.NewDirWaiter(w.dir)
+	var wake <-chan struct{}
+	every := limitPoll
+	if err == nil {
+		if changed.Watching() != "" {
+			wake, every = changed.Wake(), limitRecheck
+		}
+	}
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(limitPoll)
+		if changed != nil {
+			defer changed.Close()
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			w.scan(ctx)
@@ -115,6 +134,7 @@ func (d *delivery) watchLimits(ctx context.Context) func() {
 				return
 			case <-ctx.Done():
 				return
+			case <-wake:
 			case <-t.C:
 			}
 		}
@@ -242,9 +262,15 @@ func readTranscript(path string, mark TranscriptMark, det *limits.Detector, now 
 		return mark, limits.Verdict{}, err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return mark, limits.Verdict{}, err
+	}
 	var found limits.Verdict
-	for {
-		buf := make([]byte, maxTranscriptRead)
+	for size := fi.Size(); size > mark.Offset; {
+		// Only what was written since: a transcript is looked at whenever
+		// anything in its directory changes.
+		buf := make([]byte, min(size-mark.Offset, maxTranscriptRead))
 		n, err := f.ReadAt(buf, mark.Offset)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return mark, found, err
@@ -280,6 +306,7 @@ func readTranscript(path string, mark TranscriptMark, det *limits.Detector, now 
 			return mark, found, nil
 		}
 	}
+	return mark, found, nil
 }
 
 // InterruptRequest stops a conductor gracefully.

@@ -53,8 +53,11 @@ type WaitOptions struct {
 // A Waiter's Wait must not be called concurrently. Close releases the watch.
 type Waiter struct {
 	path string
-	hub  *hub          // nil: polling only
-	wake chan struct{} // capacity 1: a pending wake, coalesced
+	// dirWide wakes on a change to any file in path's directory
+	// (NewDirWaiter), not only path.
+	dirWide bool
+	hub     *hub          // nil: polling only
+	wake    chan struct{} // capacity 1: a pending wake, coalesced
 	// done is closed once the Waiter no longer receives events (Close).
 	done chan struct{}
 
@@ -73,11 +76,22 @@ type Waiter struct {
 // NewWaiter prepares to wait on path. It does not require path or its
 // directory to exist.
 func NewWaiter(path string) (*Waiter, error) {
+	return openWaiter(path, false)
+}
+
+// NewDirWaiter prepares to be woken (Wake) by any change in dir: a file
+// in it created, written, moved or removed, or dir itself appearing. It
+// does not require dir to exist.
+func NewDirWaiter(dir string) (*Waiter, error) {
+	return openWaiter(filepath.Join(dir, "*"), true)
+}
+
+func openWaiter(path string, dirWide bool) (*Waiter, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("tailer: resolve %s: %w", path, err)
 	}
-	w := &Waiter{path: abs, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &Waiter{path: abs, dirWide: dirWide, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h, err := joinHub(w)
 	if err != nil {
 		close(w.done)
@@ -87,6 +101,11 @@ func NewWaiter(path string) (*Waiter, error) {
 	w.arm()
 	return w, nil
 }
+
+// Wake receives once after each change (coalesced) of what the Waiter
+// watches. It never receives while the Waiter only polls (Watching is "").
+// For a NewDirWaiter's; Wait takes the wakes of a NewWaiter's itself.
+func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
 // Watching returns the directory the Waiter currently watches, or "" when it
 // only polls.
@@ -125,7 +144,7 @@ func (w *Waiter) signal() {
 
 func (w *Waiter) handle(ev fsnotify.Event) {
 	name := filepath.Clean(ev.Name)
-	if name == w.path {
+	if name == w.path || (w.dirWide && filepath.Dir(name) == filepath.Dir(w.path)) {
 		w.signal()
 		return
 	}

@@ -388,3 +388,45 @@ func TestWaitersShareOneInstance(t *testing.T) {
 		t.Fatalf("descriptors %d -> %d after every waiter closed", fd0, fd)
 	}
 }
+
+// A directory Waiter wakes for any file of its directory, the directory's
+// own creation included, and not for its neighbours.
+func TestDirWaiterWakesOnAnyFileInIt(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "transcripts")
+	w, err := NewDirWaiter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if w.Watching() != root {
+		t.Skipf("inotify unavailable here (watching %q)", w.Watching())
+	}
+	woken := func(what string) {
+		t.Helper()
+		select {
+		case <-w.Wake():
+		case <-time.After(safety):
+			t.Fatalf("no wake after %s", what)
+		}
+	}
+	appendTo(t, filepath.Join(root, "events.jsonl"), "beside it\n")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	woken("the directory appeared")
+	wait.Eventually(t, safety, "the Waiter moves down into the new directory", func() (any, bool) {
+		return w.Watching(), w.Watching() == dir
+	})
+	for len(w.Wake()) > 0 {
+		<-w.Wake()
+	}
+	appendTo(t, filepath.Join(dir, "implement-1.jsonl"), "line\n")
+	woken("a transcript was written")
+	appendTo(t, filepath.Join(root, "events.jsonl"), "beside it\n")
+	select {
+	case <-w.Wake():
+		t.Fatal("woken by a file outside the directory")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
