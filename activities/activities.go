@@ -36,6 +36,14 @@ type Config struct {
 	TailLinger time.Duration
 	// TailPoll is the fallback poll interval when file notifications are missed.
 	TailPoll time.Duration
+	// TailHeartbeat is the heartbeat timeout of a running task's delivering
+	// tail: how long the server waits before it gives the delivery of a
+	// killed worker to another one. Its heartbeats are the one server cost
+	// of a task between phase boundaries (one every 0.8 of it), so a
+	// longer one carries more tasks and recovers from a crash later. The
+	// tail reports it, and the workflow schedules its next deliveries with
+	// it; zero is DefaultTailHeartbeat.
+	TailHeartbeat time.Duration
 	// EventsDir holds the tasks' canonical event streams, one
 	// <run_id>.jsonl each; empty means DefaultEventsDir(WorkRoot).
 	EventsDir string
@@ -56,6 +64,17 @@ type Config struct {
 	// host for that name no account and no slot pool (the worker's
 	// -account, by default one per task queue); empty for none.
 	Account string
+}
+
+// DefaultTailHeartbeat is Config.TailHeartbeat when unset.
+const DefaultTailHeartbeat = time.Minute
+
+// TailHeartbeatOrDefault is c.TailHeartbeat, or its default when unset.
+func (c Config) TailHeartbeatOrDefault() time.Duration {
+	if c.TailHeartbeat > 0 {
+		return c.TailHeartbeat
+	}
+	return DefaultTailHeartbeat
 }
 
 // HeartbeatEvery is how often a long activity heartbeats.

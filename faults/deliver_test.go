@@ -5,6 +5,7 @@ package faults
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 )
 
 // The tail delivers each event's PATCH as soon as it reads the line, and
-// tells the workflow at checkpoints, seconds apart. Here the worker is
+// tells the workflow at checkpoints, a phase apart. Here the worker is
 // SIGKILLed right after a PATCH reached the sink, many times, so nearly
 // every kill lands between a PATCH and its checkpoint: the retried delivery
 // starts from the last checkpoint and must skip what the sink already has.
@@ -41,9 +42,10 @@ func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 		WorkerArgs: []string{"-karvi-rate-limit", "off"}})
 	ids := []string{"DLV1", "DLV2"}
 	// About 130 events per task over 36 s, a PATCH every ~300 ms, with the
-	// workflow's checkpoints every 5 s. Each kill stalls delivery for the
-	// tail's heartbeat timeout (5 s) before the retry resumes it, so the
-	// plans must outlast the kills.
+	// workflow's checkpoints only at the phase boundaries, 12 s apart.
+	// Each kill stalls delivery for the tail's heartbeat timeout (5 s in
+	// the test rig) before the retry resumes it, so the plans must outlast
+	// the kills.
 	msg := "Chatty agent. [sim checks=pass] [sim phase=implement events=40 delay=12s] " +
 		"[sim phase=test events=40 delay=12s] [sim phase=docs events=40 delay=12s]"
 	runs := map[string]client.WorkflowRun{}
@@ -129,4 +131,57 @@ func killBetweenPatchAndCheckpoint(t *testing.T, sink string) {
 	// A delivery killed again and again records only its last attempt's
 	// result, so this counts deliveries, not kills.
 	require.Positive(t, resumed, "no kill landed between a PATCH and its checkpoint")
+}
+
+// The test rig's workers give a killed worker's deliveries to the next one
+// within 5 s; a worker at its defaults waits its whole -tail-heartbeat (a
+// minute), the price of a running task costing the server one heartbeat a
+// minute. Here a default worker is SIGKILLed mid-phase and replaced at
+// once: the delivery it held resumes on the new worker once the server
+// times the old one's heartbeat out, and the brief is exactly what the
+// conductor's events make, each entry once.
+func TestKilledDefaultWorkerResumesAfterItsHeartbeatTimeout(t *testing.T) {
+	r := newRig(t, testrig.Options{Sink: "karvi", WorkerArgs: []string{"-tail-heartbeat", "1m"}})
+	const id = "DLVHB"
+	r.Workspace(id)
+	r.AddKarviTask(id)
+	msg := "Slow agent. [sim checks=pass] [sim phase=implement events=4 delay=5s] " +
+		"[sim phase=test events=20 delay=70s] [sim phase=docs events=4 delay=5s]"
+	run := r.Start(testrig.Dispatch(t, id, msg))
+	logLen := func() int {
+		log, _ := r.SinkBrief(id)["log"].([]any)
+		return len(log)
+	}
+	// Into the long test phase: the plan's start, the first phase's 7
+	// entries, the test phase's start and a progress event delivered, so
+	// the kill lands between two checkpoints.
+	wait.Eventually(t, time.Minute, "the test phase under way in karvi", func() (any, bool) {
+		n := logLen()
+		return fmt.Sprintf("%d log entries", n), n >= 9
+	})
+	require.NoError(t, r.KillWorker())
+	r.StartWorker()
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	plan := r.PlanName(id, 1)
+	require.Equal(t, r.reducedBrief(id, plan), r.KarviBrief(id), "the sink's brief is what the events make")
+	logPerEvent(t, r.KarviBrief(id), r.singleRun(id, plan))
+	// The delivery the dead worker held was retried after the server timed
+	// out its heartbeat: scheduled with the worker's minute, not the
+	// start's 5 s.
+	timedOut, minute := false, 0
+	for _, ev := range r.History(id).GetEvents() {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "DeliverEvents" &&
+			a.GetHeartbeatTimeout().AsDuration() == time.Minute {
+			minute++
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 &&
+			strings.Contains(strings.ToLower(a.GetLastFailure().GetMessage()), "heartbeat") {
+			timedOut = true
+		}
+	}
+	require.True(t, timedOut, "no delivery was retried after a heartbeat timeout")
+	require.Positive(t, minute, "no delivery was scheduled with the worker's heartbeat timeout")
+	r.AssertNoOrphans()
 }

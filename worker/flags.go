@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/karvi"
@@ -24,6 +25,7 @@ type config struct {
 	karviRateLimit                 rateLimit
 	stopGrace                      time.Duration
 	tailLinger, tailPoll           time.Duration
+	tailHeartbeat                  time.Duration
 	registerSearchAttrs            bool
 	maxActivities                  int
 	codecAddr                      string
@@ -59,6 +61,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"stop-grace", "KARVI_EDDA_STOP_GRACE"},
 	{"tail-linger", "KARVI_EDDA_TAIL_LINGER"},
 	{"tail-poll", "KARVI_EDDA_TAIL_POLL"},
+	{"tail-heartbeat", "KARVI_EDDA_TAIL_HEARTBEAT"},
 	{"max-activities", "KARVI_EDDA_MAX_ACTIVITIES"},
 	{"register-search-attributes", "KARVI_EDDA_REGISTER_SEARCH_ATTRIBUTES"},
 	{"codec-addr", "KARVI_EDDA_CODEC_ADDR"},
@@ -106,6 +109,7 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.stopGrace, "stop-grace", 10*time.Second, "time a stopped conductor gets between TERM and KILL")
 	fs.DurationVar(&c.tailLinger, "tail-linger", 5*time.Millisecond, "workflows started by an earlier version only: how long their tail keeps collecting after the first new line, to batch bursts")
 	fs.DurationVar(&c.tailPoll, "tail-poll", 250*time.Millisecond, "fallback poll interval of the event-log tail")
+	fs.DurationVar(&c.tailHeartbeat, "tail-heartbeat", activities.DefaultTailHeartbeat, "heartbeat timeout of a running task's delivering tail: how long a killed worker's tasks wait before another worker delivers for them; their heartbeats are a running task's only server cost between phase boundaries")
 	fs.IntVar(&c.maxActivities, "max-activities", 5000, "activities this worker runs at once; every running task holds one (its delivering tail), so this bounds the tasks one worker carries")
 	fs.BoolVar(&c.registerSearchAttrs, "register-search-attributes", true, "add the workflow's search attributes to the namespace if missing")
 	fs.StringVar(&c.codecAddr, "codec-addr", "", "serve the payload codec endpoint for the Web UI and CLI on this `address` (127.0.0.1:port); needs KARVI_TEMPORAL_CODEC_KEY")

@@ -27,7 +27,7 @@ func TestDefaults(t *testing.T) {
 		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: ".run/work", conductor: "edda", sinkKind: "file", sinkDir: ".run/briefs",
 		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
-		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, registerSearchAttrs: true,
+		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, tailHeartbeat: time.Minute, registerSearchAttrs: true,
 		maxActivities: 5000, intakeHint: "edda", intakePoll: 10 * time.Second,
 		stallAfter: 15 * time.Minute, onStall: "warn",
 	}, c)
@@ -71,13 +71,14 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_STALL_AFTER":                "20m",
 		"KARVI_EDDA_ON_STALL":                   "abort",
 		"KARVI_EDDA_ACCOUNT":                    "env-account",
+		"KARVI_EDDA_TAIL_HEARTBEAT":             "45s",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
 		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
 		sinkKind: "karvi", sinkDir: "/env/briefs", karviURL: "http://karvi.env:1", karviRateLimit: 0,
-		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second,
+		stopGrace: 3 * time.Second, tailLinger: time.Millisecond, tailPoll: 2 * time.Second, tailHeartbeat: 45 * time.Second,
 		maxActivities: 700, registerSearchAttrs: false, codecAddr: "127.0.0.1:1", pprofAddr: "127.0.0.1:2",
 		eventsDir:   "/env/events",
 		metricsAddr: "127.0.0.1:5",
@@ -93,7 +94,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 	c, err = parseFlags([]string{
 		"-work-root", "/flag/work", "-conductor", "/flag/edda", "-templates", "/flag/templates",
 		"-sink", "file", "-sink-dir", "/flag/briefs", "-karvi-url", "http://karvi.flag:1", "-karvi-rate-limit", "300",
-		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s", "-max-activities", "900",
+		"-stop-grace", "4s", "-tail-linger", "2ms", "-tail-poll", "3s", "-tail-heartbeat", "90s", "-max-activities", "900",
 		"-register-search-attributes=true", "-codec-addr", "127.0.0.1:3", "-pprof-addr", "127.0.0.1:4",
 		"-events-dir", "/flag/events",
 		"-metrics-addr", "127.0.0.1:6",
@@ -109,7 +110,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 			DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/flag/work", conductor: "/flag/edda", templates: "/flag/templates",
 		sinkKind: "karvi", sinkDir: "/flag/briefs", karviURL: "http://karvi.flag:1", karviRateLimit: 300,
-		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second,
+		stopGrace: 4 * time.Second, tailLinger: 2 * time.Millisecond, tailPoll: 3 * time.Second, tailHeartbeat: 90 * time.Second,
 		maxActivities: 900, registerSearchAttrs: true, codecAddr: "127.0.0.1:3", pprofAddr: "127.0.0.1:4",
 		eventsDir:   "/flag/events",
 		metricsAddr: "127.0.0.1:6",

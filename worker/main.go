@@ -156,18 +156,19 @@ func run(c config) error {
 	w := worker.New(cl, conn.TaskQueue, opts)
 	workflows.Register(w)
 	cfg := activities.Config{
-		WorkRoot:   layout.Root(),
-		Conductor:  c.conductor,
-		Templates:  templates,
-		StopGrace:  c.stopGrace,
-		TailLinger: c.tailLinger,
-		TailPoll:   c.tailPoll,
-		EventsDir:  eventsDir,
-		Host:       host,
-		Limits:     detector,
-		StallAfter: c.stallAfter,
-		OnStall:    stalls.Action(c.onStall),
-		Account:    workerAccount(c, conn.TaskQueue),
+		WorkRoot:      layout.Root(),
+		Conductor:     c.conductor,
+		Templates:     templates,
+		StopGrace:     c.stopGrace,
+		TailLinger:    c.tailLinger,
+		TailPoll:      c.tailPoll,
+		TailHeartbeat: c.tailHeartbeat,
+		EventsDir:     eventsDir,
+		Host:          host,
+		Limits:        detector,
+		StallAfter:    c.stallAfter,
+		OnStall:       stalls.Action(c.onStall),
+		Account:       workerAccount(c, conn.TaskQueue),
 	}
 	accounts := &accountact.Activities{Temporal: cl}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}

@@ -249,6 +249,7 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		// workflow hears of the attempt a few seconds later than it
 		// would while karvi is not congested.
 		d.req.CheckpointEvery = max(d.req.CheckpointEvery, heldFirstCheckpoint)
+		d.heldStart = true
 	}
 	if err := d.run(ctx); err != nil {
 		return StartAttemptResult{}, err

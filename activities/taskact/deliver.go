@@ -91,10 +91,22 @@ type DeliverResult struct {
 	LimitWatch
 	// StallWatch is the last sign of progress and a stall that began.
 	StallWatch
+	// TailHeartbeat is the worker's heartbeat timeout for a delivering
+	// tail (Config.TailHeartbeat), for the workflow to schedule the next
+	// delivery with.
+	TailHeartbeat time.Duration `json:"tailHeartbeat,omitempty"`
 }
 
 const (
-	defaultCheckpointEvery = 5 * time.Second
+	// defaultCheckpointEvery is the backstop of a delivery that meets no
+	// phase boundary: a checkpoint is a few state transitions on the
+	// server (the activity's completion, a workflow task, the next
+	// delivery), and a running task must cost it almost nothing between
+	// the boundaries where the workflow has something to learn.
+	defaultCheckpointEvery = 10 * time.Minute
+	// boundaryHard bounds how long a checkpoint due at a phase boundary
+	// waits for the log to go quiet.
+	boundaryHard = time.Second
 	// checkpointQuiet is how long the log must stay quiet after a line for
 	// a due checkpoint to be taken: a burst (phase_passed and the next
 	// phase_start come within a few ms) is delivered whole first, and the
@@ -176,6 +188,10 @@ type delivery struct {
 	hold sink.Coalescer
 	// limits follows the transcripts for a usage limit (limits.go).
 	limits *limitWatcher
+	// atBoundary: the batch being taken holds a phase boundary.
+	// heldStart: the attempt's skeleton waits its turn at the sink, and the
+	// first checkpoint waits for heldFirstCheckpoint, boundary or not.
+	atBoundary, heldStart bool
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -248,6 +264,10 @@ func (d *delivery) run(ctx context.Context) error {
 		if d.res.Outcome != nil || stopping() {
 			return nil
 		}
+		if d.atBoundary && !d.heldStart {
+			cp.boundary()
+		}
+		d.atBoundary = false
 		if len(batch.Lines) > 0 {
 			continue
 		}
@@ -266,7 +286,10 @@ func (d *delivery) run(ctx context.Context) error {
 	}
 }
 
-// checkpointClock decides when a delivery reports back. Between two
+// checkpointClock decides when a delivery reports back: at a phase
+// boundary (a phase starts or ends: the workflow's brief, queries, search
+// attributes and the spend it checks budgets against then move on), and
+// otherwise only every interval, which is long by default. Between two
 // deliveries no activity reads the log, so an event written in that gap
 // waits for the workflow to schedule the next one (tens to hundreds of ms
 // under load). Agents write in bursts with seconds between them, so a due
@@ -286,6 +309,19 @@ func newCheckpointClock(now time.Time, every, maxWait time.Duration) *checkpoint
 
 // line notes that lines were delivered at now.
 func (c *checkpointClock) line(now time.Time) { c.lastLine = now }
+
+// boundary makes a checkpoint due for a phase boundary in the lines read
+// last: it is taken once the burst around it ends (a phase's end and the
+// next one's start come together), and within boundaryHard at the latest.
+func (c *checkpointClock) boundary() {
+	at := c.lastLine
+	if at.Before(c.due) {
+		c.due = at
+	}
+	if h := at.Add(boundaryHard); h.Before(c.hard) {
+		c.hard = h
+	}
+}
 
 // wait is how long to wait for more lines before the checkpoint; zero or
 // less means take it now. Without progress to report, only MaxWait (the
@@ -378,6 +414,7 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 // conductor reported, then everything held is sent, so the checkpoint
 // claims only what the sink acknowledged.
 func (d *delivery) finish(ctx context.Context) error {
+	d.res.TailHeartbeat = d.a.Config.TailHeartbeatOrDefault()
 	if err := d.applySpend(ctx); err != nil {
 		return err
 	}
@@ -386,6 +423,9 @@ func (d *delivery) finish(ctx context.Context) error {
 
 func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 	d.res.Events++
+	if isPhaseBoundary(ev.Type) {
+		d.atBoundary = true
+	}
 	d.judgeEvent(ctx, ev)
 	if c, ok := d.brief.Reduce(ev); ok {
 		if d.skip > 0 {
@@ -415,6 +455,17 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 	}
 	return nil
 }
+
+// isPhaseBoundary says whether an event is a phase boundary, where a
+// checkpoint is due: a phase starts. The end of the phase
+// before came a moment earlier (a phase_passed, phase_failed or
+// phase_skipped is followed at once by the next phase_start, a terminal
+// event, or the conductor's exit, which end a delivery anyway), and its
+// agent now works before it writes again: the checkpoint's gap, while no
+// delivery reads the log, falls where no event comes. A checkpoint at a
+// phase's end could instead hold back the next phase_start behind it
+// whenever the conductor is a little slow to write it.
+func isPhaseBoundary(typ string) bool { return typ == mapping.EventPhaseStart }
 
 // status is the task's status as far as this call knows.
 func (d *delivery) status() mapping.TaskStatus {

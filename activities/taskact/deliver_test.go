@@ -21,23 +21,31 @@ func TestCheckpointClock(t *testing.T) {
 	cases := []struct {
 		name     string
 		lines    []int // when lines were delivered, ms after the start
+		boundary int   // the line at which a phase boundary was read (index+1; 0 none)
 		now      int
 		progress bool
 		want     time.Duration
 	}{
-		{"no progress: only MaxWait bounds the call", nil, 3000, false, ms(17000)},
-		{"no progress past MaxWait: report the silence", nil, 21000, false, ms(-1000)},
-		{"progress, not yet due", []int{100}, 1000, true, ms(4000)},
-		{"due, nothing since: wait for the next burst up to twice the interval", []int{100}, 5000, true, ms(5000)},
-		{"due, a burst after due: take it when the log is quiet", []int{100, 6000}, 6005, true, ms(15)},
-		{"due, quiet after the burst: now", []int{100, 6000}, 6020, true, 0},
-		{"a log that never stops: twice the interval", []int{100, 9990}, 9995, true, ms(5)},
+		{"no progress: only MaxWait bounds the call", nil, 0, 3000, false, ms(17000)},
+		{"no progress past MaxWait: report the silence", nil, 0, 21000, false, ms(-1000)},
+		{"progress, not yet due", []int{100}, 0, 1000, true, ms(4000)},
+		{"due, nothing since: wait for the next burst up to twice the interval", []int{100}, 0, 5000, true, ms(5000)},
+		{"due, a burst after due: take it when the log is quiet", []int{100, 6000}, 0, 6005, true, ms(15)},
+		{"due, quiet after the burst: now", []int{100, 6000}, 0, 6020, true, 0},
+		{"a log that never stops: twice the interval", []int{100, 9990}, 0, 9995, true, ms(5)},
+		{"a phase boundary before due: when the burst ends", []int{100, 1000}, 2, 1005, true, ms(15)},
+		{"a phase boundary, quiet after it: now", []int{100, 1000}, 2, 1020, true, 0},
+		{"a boundary in a log that never stops: within a second", []int{100, 1000, 1990}, 2, 1995, true, ms(5)},
+		{"lines after the boundary's checkpoint was due: when quiet", []int{100, 1000, 1010}, 2, 1015, true, ms(15)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cp := newCheckpointClock(t0, 5*time.Second, 20*time.Second)
-			for _, l := range c.lines {
+			for i, l := range c.lines {
 				cp.line(at(l))
+				if i+1 == c.boundary {
+					cp.boundary()
+				}
 			}
 			require.Equal(t, c.want, cp.wait(at(c.now), c.progress))
 		})

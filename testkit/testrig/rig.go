@@ -202,12 +202,18 @@ func (r *Rig) StartWorker() *devenv.Worker {
 		Addr: r.Server.Addr, Namespace: r.Server.Namespace, TaskQueue: r.Queue, WorkRoot: r.WorkRoot, Conductor: sim,
 		Sink: r.opts.Sink, SinkDir: r.SinkDir, KarviURL: r.opts.KarviURL, Env: r.env,
 		LogPath:   filepath.Join(r.Dir, fmt.Sprintf("worker-%d.log", r.workers)),
-		Templates: templates, Args: r.opts.WorkerArgs,
+		Templates: templates, Args: append(testWorkerArgs(), r.opts.WorkerArgs...),
 	})
 	require.NoError(r.t, err)
 	r.worker = w
 	return w
 }
+
+// testWorkerArgs come before a rig's own WorkerArgs, which can override
+// them: a killed worker's deliveries move to the next one within 5 s, not
+// the default minute, so the tests that kill workers again and again run
+// in seconds. The default's own recovery is tested where it is named.
+func testWorkerArgs() []string { return []string{"-tail-heartbeat", "5s"} }
 
 // Worker is the current worker process, nil after KillWorker.
 func (r *Rig) Worker() *devenv.Worker {

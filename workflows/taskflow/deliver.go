@@ -58,7 +58,7 @@ func (r *taskRun) startAttempt() error {
 	var res taskact.StartAttemptResult
 	summary := fmt.Sprintf("start attempt %d of task %s", a.N, r.st.Dispatch.TaskID)
 	r.stepAttemptStarted()
-	wait := r.pollWait()
+	wait := min(r.pollWait(), startWait)
 	every := firstCheckpoint
 	if c := r.st.Tuning.CheckpointEveryOrZero(); c > 0 && c < every {
 		every = c
@@ -106,8 +106,22 @@ func (r *taskRun) startAttempt() error {
 	return r.afterCheckpoint(*res.Delivery)
 }
 
-// firstCheckpoint bounds an attempt's first delivery.
-const firstCheckpoint = time.Second
+// firstCheckpoint bounds an attempt's first delivery once it delivered
+// something; startWait bounds it while the conductor is silent, since it
+// heartbeats at the start's rate (startHeartbeat).
+const (
+	firstCheckpoint = time.Second
+	startWait       = 30 * time.Second
+)
+
+// tailHeartbeat is the heartbeat timeout of the next delivery: what the
+// tail last reported of its worker, or the start's until it did.
+func (r *taskRun) tailHeartbeat() time.Duration {
+	if r.st.TailHeartbeat > 0 {
+		return r.st.TailHeartbeat
+	}
+	return startHeartbeat
+}
 
 // deliver runs the delivering tail until its next checkpoint. A signal
 // does not cancel it: the conductor is stopped instead, and the tail, which
@@ -117,7 +131,7 @@ func (r *taskRun) deliver() error {
 	a := &r.st.Current
 	wait := r.pollWait()
 	req := r.deliverRequest(wait)
-	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, tailSummary("deliver", a))), acts.DeliverEvents, req)
+	fut := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, wait, r.tailHeartbeat(), tailSummary("deliver", a))), acts.DeliverEvents, req)
 	signalled := false
 	// account: another task on the agent account met a usage limit.
 	var account *accountapi.Notice
@@ -225,6 +239,9 @@ func (r *taskRun) checkpoint(res taskact.DeliverResult) {
 	a := &r.st.Current
 	a.Cursor = res.Next
 	a.Brief = res.Brief
+	if res.TailHeartbeat > 0 {
+		r.st.TailHeartbeat = res.TailHeartbeat
+	}
 	a.Events += res.Events
 	r.st.Counts.EventsApplied += res.Events
 	r.st.Counts.PatchesSent += res.Patches + res.Resumed
@@ -297,7 +314,7 @@ func (r *taskRun) stopAndDrain() (*mapping.Outcome, error) {
 		if a.Conductor != nil {
 			var res taskact.DeliverResult
 			req := r.deliverRequest(0)
-			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &res)
+			err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, startHeartbeat, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &res)
 			switch {
 			case isHostLost(err):
 				r.leaveHost()

@@ -125,7 +125,7 @@ func abortOptions(ctx workflow.Context, summary string) workflow.Context {
 // and a retry skips what the sink already has. A bad dispatch or a status
 // karvi refuses is final.
 func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
-	o := deliveryOptions(wait, summary)
+	o := deliveryOptions(wait, startHeartbeat, summary)
 	o.RetryPolicy.NonRetryableErrorTypes = []string{activities.ErrInvalidDispatch, taskact.ErrSinkRejected}
 	return workflow.WithActivityOptions(ctx, o)
 }
@@ -149,15 +149,21 @@ func claimOptions(ctx workflow.Context, summary string) workflow.Context {
 // resumes from the workflow's checkpoint, skipping what the sink already
 // has. A karvi outage holds a call for as long as it lasts (heartbeating),
 // so the limit is generous: past it the call is retried, which is safe.
-func deliverOptions(ctx workflow.Context, wait time.Duration, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, deliveryOptions(wait, summary))
+func deliverOptions(ctx workflow.Context, wait, heartbeat time.Duration, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, deliveryOptions(wait, heartbeat, summary))
 }
 
-func deliveryOptions(wait time.Duration, summary string) workflow.ActivityOptions {
+// startHeartbeat is the heartbeat timeout of an attempt's start, and of
+// the deliveries of a task before its tail reported its worker's
+// (State.TailHeartbeat): a start is short (its first delivery ends at the
+// first phase, or after startWait), so its heartbeats cost little.
+const startHeartbeat = 5 * time.Second
+
+func deliveryOptions(wait, heartbeat time.Duration, summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		Summary:             summary,
 		StartToCloseTimeout: wait + 30*time.Minute,
-		HeartbeatTimeout:    5 * time.Second,
+		HeartbeatTimeout:    heartbeat,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    200 * time.Millisecond,
 			BackoffCoefficient: 2,

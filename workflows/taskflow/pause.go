@@ -96,7 +96,7 @@ func (r *taskRun) interruptAndDrain(why string) (lost bool, err error) {
 	for range maxDrains {
 		var dr taskact.DeliverResult
 		req := r.deliverRequest(0)
-		err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
+		err := workflow.ExecuteActivity(r.onHost(deliverOptions(r.ctx, 0, startHeartbeat, tailSummary("drain", a))), acts.DeliverEvents, req).Get(r.ctx, &dr)
 		if isHostLost(err) {
 			r.loseHost()
 			return true, nil

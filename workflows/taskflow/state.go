@@ -55,6 +55,10 @@ type State struct {
 	// WorkersAccount: Account is the worker's, which the claim of the
 	// task's first host joined it to (pause_account.go).
 	WorkersAccount bool `json:"workersAccount,omitempty"`
+	// TailHeartbeat is the heartbeat timeout the delivering tail reported
+	// (its worker's -tail-heartbeat), which the next deliveries are
+	// scheduled with; zero until one reported it (deliver.go).
+	TailHeartbeat time.Duration `json:"tailHeartbeat,omitempty"`
 }
 
 // Attempt is one run of the conductor for the task: its own plan (and so

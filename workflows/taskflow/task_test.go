@@ -41,6 +41,9 @@ type fakeConductor struct {
 	exitCode     int
 	// hang: TailEvents never returns events, only waits (testsuite time).
 	hang bool
+	// tailHeartbeat is what each delivery reports as its worker's
+	// heartbeat timeout (zero: none, an older worker).
+	tailHeartbeat time.Duration
 	// prepareAfter delays PreparePlan (testsuite time); statusAfter each
 	// status write.
 	prepareAfter, statusAfter time.Duration
@@ -279,6 +282,7 @@ func (f *fakeConductor) deliver(ctx context.Context, req taskact.DeliverRequest)
 	}
 	res.Brief = st
 	res.Job = fakeTally(req, tr.Events)
+	res.TailHeartbeat = f.tailHeartbeat
 	return res, nil
 }
 

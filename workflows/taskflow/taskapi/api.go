@@ -115,7 +115,8 @@ func (s *SlotRequest) PoolOrDefault() string {
 // Tuning holds knobs that tests and benchmarks turn; zero values mean the
 // defaults below.
 type Tuning struct {
-	// TailWait bounds one long-poll of the event log.
+	// TailWait bounds one delivery that sees no event (default 10 min):
+	// a silent agent costs the server only the tail's heartbeats.
 	TailWait time.Duration `json:"tailWait,omitempty"`
 	// SilenceGrace is added to the plan's timeout_sec before a conductor that
 	// has written nothing is declared timed out.
@@ -126,8 +127,9 @@ type Tuning struct {
 	// bounds history deterministically; tests use it to exercise the path.
 	ContinueAsNewAfterPolls int `json:"continueAsNewAfterPolls,omitempty"`
 	// CheckpointEvery bounds how long the delivering tail runs before it
-	// reports its progress to the workflow (default 5s): how far behind the
-	// sink the brief query and the search attributes may be.
+	// reports its progress to the workflow when it meets no phase boundary
+	// (default 10 min; a boundary always ends a delivery): tests set it
+	// short to see the workflow learn within a phase.
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
 	// HostGrace is how long an attempt's next activity may wait for the
 	// host that runs its conductor to take it (a worker restarting, a
@@ -228,7 +230,7 @@ type BudgetSignal struct {
 }
 
 const (
-	defaultTailWait     = 20 * time.Second
+	defaultTailWait     = 10 * time.Minute
 	defaultSilenceGrace = 30 * time.Second
 	defaultHostGrace    = 5 * time.Minute
 	defaultSlotAskEvery = 5 * time.Minute
