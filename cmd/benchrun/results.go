@@ -266,16 +266,25 @@ func (r *Results) Markdown() string {
 			p("## Capacity: tasks at once on one worker, one dev server and the simulators (default dev server)")
 		}
 		p("")
-		p("Each task: %s. Stepped until p99 passes 1 s, a task fails, or the last level.", capacityPlan)
+		p("Each task: %s. Each level twice: its tasks started evenly over %s (spread), then all at once (burst). Stepped until p99 passes 1 s in both, a task fails, or the last level.", capacityPlan, capacitySpread)
 		p("")
-		p("\"first %s p99\" is the events written in a level's first %s (its start burst), \"later p99\" the rest; \"slowest at\" when the slowest event was written, seconds into the level.", burstWindow, burstWindow)
+		p("\"first %s p99\" is the events written in a level's first %s, \"later p99\" the rest; \"slowest at\" when the slowest event was written, seconds into the level.", burstWindow, burstWindow)
 		p("")
-		p("| tasks | events | missing | p50 ms | p99 ms | max ms | first %s p99 ms | later p99 ms | slowest at s | worker cores | server cores | db cores | server ms/event | worker ms/event | error |", burstWindow)
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		p("| tasks | start | events | missing | p50 ms | p99 ms | max ms | first %s p99 ms | later p99 ms | slowest at s | worker cores | server cores | db cores | server ms/event | worker ms/event | error |", burstWindow)
+		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 		for _, c := range r.Capacity {
-			p("| %d | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Events, c.Missing,
+			p("| %d | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |", c.Tasks, c.Mode, c.Events, c.Missing,
 				c.Latency.P50, c.Latency.P99, c.Latency.Max, c.Burst.P99, c.Rest.P99, c.SlowestAt,
 				c.CPU.Worker, c.CPU.Server, c.CPU.DB, c.ServerMsPerEvent, c.WorkerMsPerEvent, c.Error)
+		}
+		p("")
+		p("What a running task costs: the server's state transitions per task per minute (between phase boundaries: a %s window with none, on up to %d sampled tasks; overall: each sampled task's whole life), peak RSS, and the worker's open files and inotify watches at their peak.", capacityWindow, capacitySample)
+		p("")
+		p("| tasks | start | transitions/min between boundaries | tasks | overall | heartbeats/min | worker MB | worker KB/task | server MB | worker fds | inotify watches |")
+		p("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, c := range r.Capacity {
+			p("| %d | %s | %.2f | %d | %.2f | %.2f | %.0f | %.0f | %.0f | %d | %d |", c.Tasks, c.Mode, c.Transitions.Between, c.Transitions.BetweenTasks,
+				c.Transitions.Overall, c.Transitions.Heartbeats, c.WorkerMB, c.WorkerKBPerTask, c.ServerMB, c.WorkerFDs, c.InotifyWatches)
 		}
 	}
 	if len(r.Runs) > 0 {

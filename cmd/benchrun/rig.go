@@ -42,6 +42,8 @@ type rig struct {
 	queue    string
 	worker   *devenv.Worker
 	pprof    string
+	// metrics is the worker's Prometheus endpoint, when it serves one.
+	metrics string
 	fakes    map[contender]*karvifake.Server
 	clients  map[contender]*karvi.Client
 }
@@ -195,6 +197,8 @@ func (t *task) startedAs(runID string) {
 
 type runOptions struct {
 	sideBySide bool
+	// spread starts the tasks evenly over this long instead of at once.
+	spread time.Duration
 	// wait for the workflows to end; false returns once all are started.
 	wait    bool
 	timeout time.Duration
@@ -245,7 +249,7 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 		}
 	}
 
-	if err := r.start(ctx, tasks, onStart); err != nil {
+	if err := r.start(ctx, tasks, o.spread, onStart); err != nil {
 		return err
 	}
 	if !o.wait {
@@ -295,12 +299,16 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 
 // start starts every task's workflow, many at once, and calls onStart (if
 // not nil) for each task once its workflow has started.
-func (r *rig) start(ctx context.Context, tasks []*task, onStart func(*task)) error {
+func (r *rig) start(ctx context.Context, tasks []*task, spread time.Duration, onStart func(*task)) error {
 	sem := make(chan struct{}, 64)
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
-	for _, t := range tasks {
+	t0 := time.Now()
+	for i, t := range tasks {
+		if spread > 0 {
+			time.Sleep(time.Until(t0.Add(spread * time.Duration(i) / time.Duration(len(tasks)))))
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
