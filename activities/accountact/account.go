@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
@@ -18,6 +20,9 @@ type Client interface {
 	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
 	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }
 
 // Leave tells account that member no longer runs on it, for an activity
@@ -71,7 +76,7 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 	var arg any
 	switch {
 	case req.Join != nil:
-		name, arg = accountapi.UpdateJoin, *req.Join
+		return a.join(ctx, req.Account, *req.Join)
 	case req.Limit != nil:
 		name, arg = accountapi.UpdateLimit, *req.Limit
 	case req.Resume != nil:
@@ -105,4 +110,44 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 		return accountapi.View{}, fmt.Errorf("%s on account %s: %w", name, req.Account, err)
 	}
 	return v, nil
+}
+
+// join makes member a member of account by signal (starting the account's
+// workflow if it does not run), then reads the account by query. Both
+// scale: a server admits only a few updates in flight per workflow, and
+// every task of a queue joins its worker's account, many at once. Should
+// the account pause between the query and the join's taking effect, the
+// account sends the new member the pause (accountapi.SignalJoin).
+func (a *Activities) join(ctx context.Context, account string, r accountapi.JoinRequest) (accountapi.View, error) {
+	if r.Member == "" {
+		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
+			"join needs the member's workflow id", ErrBadAccount, nil)
+	}
+	_, err := a.Temporal.SignalWithStartWorkflow(ctx, accountapi.WorkflowID(account), accountapi.SignalJoin, r,
+		accountapi.StartOptions(account, activity.GetInfo(ctx).TaskQueue), accountapi.WorkflowName,
+		accountapi.Input{Account: account})
+	if err != nil {
+		return accountapi.View{}, fmt.Errorf("join account %s: %w", account, err)
+	}
+	// A workflow that has not finished its first workflow task answers no
+	// query yet.
+	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		v, err := a.Temporal.QueryWorkflow(ctx, accountapi.WorkflowID(account), "", accountapi.QueryAccount)
+		if err == nil {
+			var view accountapi.View
+			if err := v.Get(&view); err != nil {
+				return accountapi.View{}, fmt.Errorf("read account %s: %w", account, err)
+			}
+			return view, nil
+		}
+		var notReady *serviceerror.WorkflowNotReady
+		if !errors.As(err, &notReady) {
+			return accountapi.View{}, fmt.Errorf("read account %s: %w", account, err)
+		}
+		select {
+		case <-ctx.Done():
+			return accountapi.View{}, fmt.Errorf("read account %s: %w", account, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
 }

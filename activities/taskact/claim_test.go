@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
@@ -29,6 +30,17 @@ func (h *hangingAccounts) UpdateWithStartWorkflow(ctx context.Context, _ client.
 
 func (h *hangingAccounts) SignalWorkflow(context.Context, string, string, string, any) error {
 	return nil
+}
+
+func (h *hangingAccounts) SignalWithStartWorkflow(context.Context, string, string, any, client.StartWorkflowOptions,
+	any, ...any) (client.WorkflowRun, error) {
+	return nil, nil
+}
+
+func (h *hangingAccounts) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...any) (converter.EncodedValue, error) {
+	h.updates++
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // A claim asked to join the worker's account names it; an account that

@@ -190,8 +190,33 @@ func (a *accountFlow) view() accountapi.View {
 	}
 }
 
+// joinNow makes a member that joined by signal and, when the account is
+// paused, tells it so: it may be about to start a conductor on the
+// strength of a query answered a moment before the pause.
+func (a *accountFlow) joinNow(ctx workflow.Context, member string) {
+	a.join(member)
+	if member == "" || !a.st.PausedUntil.After(workflow.Now(ctx)) {
+		return
+	}
+	n := accountapi.Notice{Account: a.st.Account, Until: a.st.PausedUntil, ResetAt: a.st.ResetAt,
+		By: a.st.By, Phase: a.st.Phase, Source: a.st.Source, Text: a.st.Text}
+	if err := workflow.SignalExternalWorkflow(ctx, member, "", accountapi.SignalNotice, n).Get(ctx, nil); err != nil {
+		a.log.Info("member gone; it leaves the account", "member", member, "error", err)
+		a.leave(member)
+	}
+}
+
 func (a *accountFlow) loop() error {
 	leaveCh := workflow.GetSignalChannel(a.ctx, accountapi.SignalLeave)
+	joinCh := workflow.GetSignalChannel(a.ctx, accountapi.SignalJoin)
+	workflow.Go(a.ctx, func(ctx workflow.Context) {
+		for {
+			var r accountapi.JoinRequest
+			joinCh.Receive(ctx, &r)
+			a.handled++
+			a.joinNow(ctx, r.Member)
+		}
+	})
 	limit := a.in.ContinueAsNewAfter
 	if limit <= 0 {
 		limit = defaultAccountContinueAsNewAfter
@@ -218,6 +243,13 @@ func (a *accountFlow) loop() error {
 			break
 		}
 		a.leave(s.Member)
+	}
+	for {
+		var r accountapi.JoinRequest
+		if !joinCh.ReceiveAsync(&r) {
+			break
+		}
+		a.joinNow(a.ctx, r.Member)
 	}
 	data, err := json.Marshal(a.st)
 	if err != nil {

@@ -116,3 +116,35 @@ func TestAccountWorkflowContinuesAsNew(t *testing.T) {
 	var can *workflow.ContinueAsNewError
 	require.ErrorAs(t, err, &can)
 }
+
+// Workers join by signal, which any number of tasks can send at once: a
+// member that joins an account not paused hears nothing, one that joins a
+// paused account is sent the pause at once (it may have read the account
+// just before the pause), and both are members the resume tells.
+func TestAccountJoinBySignalSendsAPauseToTheNewMember(t *testing.T) {
+	env, c := newAccountEnv(t)
+	until := env.Now().Add(time.Hour).UTC()
+	var view accountapi.View
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(accountapi.SignalJoin, accountapi.JoinRequest{Member: "karvi-task-A"})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		accountUpd(t, env, accountapi.UpdateLimit, accountapi.LimitRequest{Member: "karvi-task-B", Task: "B", Until: until, Phase: "test"}, nil)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(accountapi.SignalJoin, accountapi.JoinRequest{Member: "karvi-task-C"})
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		accountUpd(t, env, accountapi.UpdateResume, accountapi.ResumeRequest{Reason: "limit raised"}, &view)
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 4*time.Minute)
+	env.ExecuteWorkflow(accountapi.WorkflowName, accountapi.Input{Account: "team"})
+
+	require.Equal(t, []string{"karvi-task-A", "karvi-task-B", "karvi-task-C"}, view.Members)
+	require.Len(t, c.notices["karvi-task-A"], 2, "A: the pause B met, then the resume")
+	require.Len(t, c.notices["karvi-task-C"], 2, "C: the pause when it joined, then the resume")
+	cn := c.notices["karvi-task-C"][0]
+	cn.Until = cn.Until.UTC()
+	require.Equal(t, accountapi.Notice{Account: "team", Until: until, By: "B", Phase: "test"}, cn)
+	require.True(t, c.notices["karvi-task-C"][1].Resume)
+}

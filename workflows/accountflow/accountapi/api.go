@@ -33,6 +33,12 @@ const (
 	// SignalLeave takes a LeaveSignal: the task no longer runs on the
 	// account.
 	SignalLeave = "leave"
+	// SignalJoin takes a JoinRequest: the task becomes a member, as by
+	// UpdateJoin, and is sent the account's pause at once (SignalNotice)
+	// when the account is paused. Workers join by this signal and read
+	// the account by QueryAccount: a server admits only a few updates in
+	// flight per workflow, and thousands of tasks join one account.
+	SignalJoin = "join"
 	// QueryAccount answers a View.
 	QueryAccount = "account"
 
