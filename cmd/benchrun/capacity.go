@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -138,7 +139,11 @@ func (e *env) capacity(ctx context.Context) error {
 	time.Sleep(3 * time.Second)
 	for _, n := range levels {
 		failed := 0
-		for _, mode := range []string{"spread", "burst"} {
+		modes := []string{"spread", "burst"}
+		if m := os.Getenv("BENCH_CAPACITY_MODES"); m != "" {
+			modes = strings.Split(m, ",")
+		}
+		for _, mode := range modes {
 			lv, err := e.capacityLevel(ctx, r, n, mode)
 			if err != nil {
 				return err
@@ -211,6 +216,11 @@ func (e *env) capacityLevel(ctx context.Context, r *rig, n int, mode string) (Ca
 	}
 	if runErr != nil {
 		lv.Error = firstLine(runErr.Error())
+	}
+	if lv.Latency.Max > 1000 {
+		for _, s := range r.slowest(ctx, tasks, r.dir, 5) {
+			e.logf("capacity %d %s: slow: %s", n, mode, s)
+		}
 	}
 	e.logf("capacity %d tasks %s: p50/p99/max %.0f/%.0f/%.0f ms over %d events (%d missing); first %s p99 %.0f ms, later p99 %.0f ms, slowest written at %.1f s; "+
 		"transitions/task/min between boundaries %.2f (%d tasks), overall %.2f, heartbeats/task/min %.2f; cores worker %.2f server %.2f; RSS worker %.0f MB (%.0f KB/task) server %.0f MB; worker fds %d, inotify watches %d; %s",

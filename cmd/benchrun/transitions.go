@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/mapping"
@@ -260,4 +263,43 @@ func inotifyWatches(path string) int {
 		}
 	}
 	return n
+}
+
+// slowest names the level's slowest events, their task, and writes the
+// history of the task with the slowest of all to dir, for the trace of a
+// missed target.
+func (r *rig) slowest(ctx context.Context, tasks []*task, dir string, n int) []string {
+	type slow struct {
+		t *task
+		s bench.Sample
+	}
+	var all []slow
+	for _, t := range tasks {
+		events, err := bench.ReadEvents(t.eventsPath)
+		if err != nil {
+			continue
+		}
+		for _, s := range bench.Match(events, r.fakes[temporalC].Writes(t.id)).Samples {
+			all = append(all, slow{t, s})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].s.Latency > all[j].s.Latency })
+	var out []string
+	for i := 0; i < n && i < len(all); i++ {
+		s := all[i]
+		out = append(out, fmt.Sprintf("%s %s written %s, %s late", s.t.id, s.s.Type, s.s.At.Format("15:04:05.000"), s.s.Latency.Round(time.Millisecond)))
+	}
+	if len(all) > 0 {
+		it := r.e.cl.GetWorkflowHistory(ctx, taskapi.WorkflowID(all[0].t.id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var lines []string
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				break
+			}
+			lines = append(lines, fmt.Sprintf("%d %s %s", ev.GetEventId(), ev.GetEventTime().AsTime().Format("15:04:05.000"), ev.GetEventType()))
+		}
+		_ = os.WriteFile(filepath.Join(dir, "slowest-"+all[0].t.id+".history.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	}
+	return out
 }
