@@ -31,7 +31,9 @@ const defaultPoolContinueAsNewAfter = 3000
 // terminated, continuing-as-new with its holders and waiters.
 //
 // Acquire is an update answered at once (granted, queued with the place in
-// line, or refused); it never waits for a slot, since Temporal allows only
+// line, or refused), one request per acquire update or many per
+// acquire-many (a worker batches its tasks' acquires); it never waits for
+// a slot, since Temporal allows only
 // a few updates in flight per workflow. A waiter hears of its grant or its
 // refusal later, by a signal to its own workflow. Release is a signal. A
 // released slot goes to the next waiter at once. Every CheckEvery the pool
