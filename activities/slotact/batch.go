@@ -22,12 +22,14 @@ const batchTimeout = 30 * time.Second
 // acquire-many updates. Temporal admits only 10 updates in flight per
 // workflow and the client retries the rest with backoff, so 200 tasks
 // asking at once, one update each, wait seconds for answers the pool
-// gives in microseconds. Here at most one update per pool (and task
-// queue) is under way from this worker: the first acquire for an idle pool
-// waits the batch window for others, then goes with them; every acquire
-// arriving while that update is under way goes in the next one, sent as
-// soon as it returns. An update carries at most slotapi.MaxAcquireMany
-// acquires.
+// gives in microseconds. Here the first acquire for a pool with nothing
+// waiting waits the batch window for others, then goes with them; at most
+// Activities.BatchesInFlight updates per pool (and task queue) are under
+// way from this worker, and the acquires arriving while that many are go
+// together in the next one, sent as soon as one returns. An update carries
+// at most slotapi.MaxAcquireMany acquires. The server hands the pool the
+// updates under way together in one workflow task, so a few in flight
+// cost it little more than one.
 //
 // Failure: an update that fails fails every acquire in it, and each then
 // asks again alone (Activities.acquire). An acquire whose activity ends
@@ -39,15 +41,20 @@ const batchTimeout = 30 * time.Second
 // and a workflow that is gone loses the slot at the pool's next look at its
 // holders.
 type batcher struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// freed is signalled when an update returns.
+	freed *sync.Cond
 	lines map[batchKey]*batchLine
 }
 
 type batchKey struct{ pool, queue string }
 
-// batchLine is one pool's acquires waiting for an update.
+// batchLine is one pool's acquires waiting for an update, and the updates
+// under way.
 type batchLine struct {
-	pending []*batchAsk
+	pending  []*batchAsk
+	draining bool
+	inFlight int
 }
 
 // batchAsk is one acquire in a batch; done is closed once got or err is
@@ -67,16 +74,18 @@ func (b *batcher) ask(ctx context.Context, a *Activities, queue string, req Acqu
 	k := batchKey{pool: req.Pool, queue: queue}
 	b.mu.Lock()
 	if b.lines == nil {
-		b.lines = map[batchKey]*batchLine{}
+		b.lines, b.freed = map[batchKey]*batchLine{}, sync.NewCond(&b.mu)
 	}
-	l, busy := b.lines[k]
-	if !busy {
+	l := b.lines[k]
+	if l == nil {
 		l = &batchLine{}
 		b.lines[k] = l
 	}
 	l.pending = append(l.pending, m)
+	start := !l.draining
+	l.draining = true
 	b.mu.Unlock()
-	if !busy {
+	if start {
 		go b.drain(a, k, l)
 	}
 	select {
@@ -87,36 +96,66 @@ func (b *batcher) ask(ctx context.Context, a *Activities, queue string, req Acqu
 	}
 }
 
-// drain sends a pool's batches, one at a time, until none waits.
+// drain sends a pool's waiting acquires in batches, no more than
+// BatchesInFlight under way at once, until none waits.
 func (b *batcher) drain(a *Activities, k batchKey, l *batchLine) {
 	window := a.BatchWindow
 	if window == 0 {
 		window = DefaultBatchWindow
 	}
+	most := a.BatchesInFlight
+	if most <= 0 {
+		most = DefaultBatchesInFlight
+	}
 	time.Sleep(window)
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for {
-		b.mu.Lock()
-		var batch []*batchAsk
-		rest := l.pending[:0]
-		for _, m := range l.pending {
-			switch {
-			case m.ctx.Err() != nil:
-				// Its activity ended; it is not asked for.
-			case len(batch) < slotapi.MaxAcquireMany:
-				batch = append(batch, m)
-			default:
-				rest = append(rest, m)
-			}
+		for l.inFlight >= most {
+			b.freed.Wait()
 		}
-		clear(l.pending[len(rest):])
-		l.pending = rest
+		batch := l.take()
 		if len(batch) == 0 {
-			delete(b.lines, k)
-			b.mu.Unlock()
+			l.draining = false
+			b.forget(k, l)
 			return
 		}
-		b.mu.Unlock()
-		send(a, k, batch)
+		l.inFlight++
+		go func() {
+			send(a, k, batch)
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			l.inFlight--
+			b.forget(k, l)
+			b.freed.Broadcast()
+		}()
+	}
+}
+
+// take removes the next batch from the line: the acquires still asking,
+// at most slotapi.MaxAcquireMany.
+func (l *batchLine) take() []*batchAsk {
+	var batch []*batchAsk
+	rest := l.pending[:0]
+	for _, m := range l.pending {
+		switch {
+		case m.ctx.Err() != nil:
+			// Its activity ended; it is not asked for.
+		case len(batch) < slotapi.MaxAcquireMany:
+			batch = append(batch, m)
+		default:
+			rest = append(rest, m)
+		}
+	}
+	clear(l.pending[len(rest):])
+	l.pending = rest
+	return batch
+}
+
+// forget drops a line nothing uses any more. b.mu is held.
+func (b *batcher) forget(k batchKey, l *batchLine) {
+	if !l.draining && l.inFlight == 0 && len(l.pending) == 0 && b.lines[k] == l {
+		delete(b.lines, k)
 	}
 }
 

@@ -39,6 +39,9 @@ type Activities struct {
 	// pool is under way join the next one anyway). 0: DefaultBatchWindow;
 	// negative: no batching, one acquire update per task.
 	BatchWindow time.Duration
+	// BatchesInFlight bounds the acquire-many updates under way at once
+	// to one pool from this worker. 0: DefaultBatchesInFlight.
+	BatchesInFlight int
 
 	batch batcher
 }
@@ -46,6 +49,11 @@ type Activities struct {
 // DefaultBatchWindow is Activities.BatchWindow when unset: short beside
 // an update's round trip, long enough for a burst's acquires to meet.
 const DefaultBatchWindow = 5 * time.Millisecond
+
+// DefaultBatchesInFlight is Activities.BatchesInFlight when unset: well
+// under the server's 10 updates in flight per workflow, leaving room for
+// other workers and for limit changes.
+const DefaultBatchesInFlight = 4
 
 // AcquireSlotRequest asks a pool for a slot.
 type AcquireSlotRequest struct {

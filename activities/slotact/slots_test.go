@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -42,6 +43,9 @@ type fakeSlotClient struct {
 	batches []slotapi.AcquireMany
 	ids     []string
 	singles []slots.Request
+	// inFlight counts the acquire-many updates under way, mostInFlight
+	// the most at once.
+	inFlight, mostInFlight int
 }
 
 type startOp struct {
@@ -62,7 +66,14 @@ func (f *fakeSlotClient) UpdateWithStartWorkflow(ctx context.Context, o client.U
 		f.batches = append(f.batches, req)
 		f.ids = append(f.ids, o.UpdateOptions.UpdateID)
 		gate, many := f.gate, f.many
+		f.inFlight++
+		f.mostInFlight = max(f.mostInFlight, f.inFlight)
 		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.inFlight--
+			f.mu.Unlock()
+		}()
 		if gate != nil {
 			select {
 			case <-gate:
@@ -270,6 +281,7 @@ func TestAcquiresArrivingTogetherShareOneUpdate(t *testing.T) {
 	defer f.mu.Unlock()
 	require.Empty(t, f.singles, "no acquire went alone")
 	require.LessOrEqual(t, len(f.batches), 2, "60 acquires at once in at most two updates, got %d", len(f.batches))
+	require.LessOrEqual(t, f.mostInFlight, DefaultBatchesInFlight)
 	n := 0
 	for _, b := range f.batches {
 		n += len(b.Requests)
@@ -281,6 +293,36 @@ func TestAcquiresArrivingTogetherShareOneUpdate(t *testing.T) {
 	if len(f.ids) == 2 {
 		require.NotEqual(t, f.ids[0], f.ids[1], "a batch's update id is its own")
 	}
+}
+
+// Acquires that trickle in go in updates of their own until
+// BatchesInFlight are under way; the rest wait together for the next.
+func TestNoMoreThanBatchesInFlightUpdatesAtOnce(t *testing.T) {
+	f := &fakeSlotClient{gate: make(chan struct{})}
+	a := &Activities{Temporal: f, BatchWindow: time.Millisecond}
+	var wg sync.WaitGroup
+	for i := range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := a.acquire(context.Background(), "q", askReq(fmt.Sprintf("t%02d", i)))
+			assert.NoError(t, err)
+		}()
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.batches) == DefaultBatchesInFlight },
+		5*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	f.mu.Lock()
+	require.Len(t, f.batches, DefaultBatchesInFlight, "no fifth update while four are under way")
+	f.mu.Unlock()
+	close(f.gate)
+	wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, DefaultBatchesInFlight, f.mostInFlight)
+	require.Len(t, f.batches, DefaultBatchesInFlight+1, "the rest went together")
+	require.Len(t, f.batches[DefaultBatchesInFlight].Requests, 30-DefaultBatchesInFlight)
 }
 
 // An acquire-many update that fails fails every acquire in it, and each
@@ -319,7 +361,7 @@ func TestAFailedBatchAsksEachAcquireAgainAlone(t *testing.T) {
 // the others are answered.
 func TestAnAcquireThatEndsIsLeftOutOfItsBatch(t *testing.T) {
 	f := &fakeSlotClient{gate: make(chan struct{})}
-	a := &Activities{Temporal: f, BatchWindow: time.Millisecond}
+	a := &Activities{Temporal: f, BatchWindow: time.Millisecond, BatchesInFlight: 1}
 	first := make(chan asked, 1)
 	go func() {
 		ans, err := a.acquire(context.Background(), "q", askReq("first"))
