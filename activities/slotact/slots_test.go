@@ -280,7 +280,9 @@ func TestAcquiresArrivingTogetherShareOneUpdate(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	require.Empty(t, f.singles, "no acquire went alone")
-	require.LessOrEqual(t, len(f.batches), 2, "60 acquires at once in at most two updates, got %d", len(f.batches))
+	// One, or on a busy machine where the goroutines start late, a few
+	// while the first is held and one more for the rest.
+	require.LessOrEqual(t, len(f.batches), DefaultBatchesInFlight+1, "60 acquires at once in a few updates, got %d", len(f.batches))
 	require.LessOrEqual(t, f.mostInFlight, DefaultBatchesInFlight)
 	n := 0
 	for _, b := range f.batches {
@@ -312,9 +314,28 @@ func TestNoMoreThanBatchesInFlightUpdatesAtOnce(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return len(f.batches) == DefaultBatchesInFlight },
 		5*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	// Every acquire has arrived: the ones not under way wait in line.
+	require.Eventually(t, func() bool {
+		a.batch.mu.Lock()
+		defer a.batch.mu.Unlock()
+		n := 0
+		for _, l := range a.batch.lines {
+			n += len(l.pending)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		sent := 0
+		for _, b := range f.batches {
+			sent += len(b.Requests)
+		}
+		return n+sent == 30
+	}, 5*time.Second, time.Millisecond)
 	f.mu.Lock()
 	require.Len(t, f.batches, DefaultBatchesInFlight, "no fifth update while four are under way")
+	sent := 0
+	for _, b := range f.batches {
+		sent += len(b.Requests)
+	}
 	f.mu.Unlock()
 	close(f.gate)
 	wg.Wait()
@@ -322,7 +343,7 @@ func TestNoMoreThanBatchesInFlightUpdatesAtOnce(t *testing.T) {
 	defer f.mu.Unlock()
 	require.Equal(t, DefaultBatchesInFlight, f.mostInFlight)
 	require.Len(t, f.batches, DefaultBatchesInFlight+1, "the rest went together")
-	require.Len(t, f.batches[DefaultBatchesInFlight].Requests, 30-DefaultBatchesInFlight)
+	require.Len(t, f.batches[DefaultBatchesInFlight].Requests, 30-sent)
 }
 
 // An acquire-many update that fails fails every acquire in it, and each
