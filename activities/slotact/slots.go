@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/slots"
@@ -32,7 +34,26 @@ type SlotClient interface {
 // cannot send an update itself) and look at the pool's holders for the pool.
 type Activities struct {
 	Temporal SlotClient
+	// BatchWindow is how long the first acquire for an idle pool waits for
+	// others to join its update (acquires arriving while an update to the
+	// pool is under way join the next one anyway). 0: DefaultBatchWindow;
+	// negative: no batching, one acquire update per task.
+	BatchWindow time.Duration
+	// BatchesInFlight bounds the acquire-many updates under way at once
+	// to one pool from this worker. 0: DefaultBatchesInFlight.
+	BatchesInFlight int
+
+	batch batcher
 }
+
+// DefaultBatchWindow is Activities.BatchWindow when unset: short beside
+// an update's round trip, long enough for a burst's acquires to meet.
+const DefaultBatchWindow = 5 * time.Millisecond
+
+// DefaultBatchesInFlight is Activities.BatchesInFlight when unset: well
+// under the server's 10 updates in flight per workflow, leaving room for
+// other workers and for limit changes.
+const DefaultBatchesInFlight = 4
 
 // AcquireSlotRequest asks a pool for a slot.
 type AcquireSlotRequest struct {
@@ -40,13 +61,22 @@ type AcquireSlotRequest struct {
 	Request slots.Request `json:"request"`
 }
 
-// AcquireSlot sends the acquire update to the pool's workflow, starting the
-// pool on this worker's task queue if it does not run yet, and returns the
-// pool's answer, which comes at once: the update never waits for a slot.
-// The update's id is the key's, so a retry of this activity is answered
-// from the first one's outcome, and the pool answers a repeated key the
-// same anyway.
+// AcquireSlot asks the pool's workflow for a slot, starting the pool on
+// this worker's task queue if it does not run yet, and returns the pool's
+// answer, which comes at once: the pool never holds an acquire open until
+// a slot frees.
+//
+// The acquires this worker's tasks make for the same pool at about the
+// same time go in one acquire-many update (see batcher), each answered
+// from its own answer in the result. Should that update fail, each of its
+// acquires asks again alone, by the acquire update whose id is the key's.
+// Either way a retry is harmless: the pool answers a repeated key as it
+// did the first time (its grant, its place, or "released").
 func (a *Activities) AcquireSlot(ctx context.Context, req AcquireSlotRequest) (slots.Answer, error) {
+	return a.acquire(ctx, activity.GetInfo(ctx).TaskQueue, req)
+}
+
+func (a *Activities) acquire(ctx context.Context, queue string, req AcquireSlotRequest) (slots.Answer, error) {
 	if a.Temporal == nil {
 		return slots.Answer{}, temporal.NewNonRetryableApplicationError(
 			"the worker has no Temporal client for the slot activities", "NoClient", nil)
@@ -54,7 +84,32 @@ func (a *Activities) AcquireSlot(ctx context.Context, req AcquireSlotRequest) (s
 	if err := slots.ValidPoolName(req.Pool); err != nil {
 		return slots.Answer{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadSlotRequest, err)
 	}
-	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, activity.GetInfo(ctx).TaskQueue),
+	k := req.Request.Key
+	if err := req.Request.Validate(); err != nil {
+		return slots.Answer{}, refusedErr(req.Pool, k, err)
+	}
+	if a.BatchWindow < 0 {
+		return a.acquireOne(ctx, queue, req)
+	}
+	got, err := a.batch.ask(ctx, a, queue, req)
+	switch {
+	case ctx.Err() != nil:
+		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, ctx.Err())
+	case err != nil:
+		// The batch's update failed (a pool on a worker that does not know
+		// acquire-many, the server refusing it): ask alone.
+		logFor(ctx).Warn("acquire batch failed; asking alone", "pool", req.Pool, "key", k.String(), "error", err)
+		return a.acquireOne(ctx, queue, req)
+	case got.Error != "":
+		return slots.Answer{}, refusedErr(req.Pool, k, errors.New(got.Error))
+	}
+	return got.Answer, nil
+}
+
+// acquireOne sends one task's acquire update, whose id is the key's: the
+// server answers a repeated id from its first outcome.
+func (a *Activities) acquireOne(ctx context.Context, queue string, req AcquireSlotRequest) (slots.Answer, error) {
+	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, queue),
 		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: req.Pool})
 	k := req.Request.Key
 	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
@@ -74,12 +129,26 @@ func (a *Activities) AcquireSlot(ctx context.Context, req AcquireSlotRequest) (s
 	if err := h.Get(ctx, &ans); err != nil {
 		var refused *temporal.ApplicationError
 		if errors.As(err, &refused) {
-			return slots.Answer{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("pool %s refused the request for %s: %v", req.Pool, k, err), ErrBadSlotRequest, err)
+			return slots.Answer{}, refusedErr(req.Pool, k, err)
 		}
 		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
 	}
 	return ans, nil
+}
+
+// refusedErr: the pool refused a request as malformed; retrying cannot help.
+func refusedErr(pool string, k slots.Key, err error) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("pool %s refused the request for %s: %v", pool, k, err), ErrBadSlotRequest, err)
+}
+
+// logFor is the activity's logger, or the default one outside an activity
+// (the batcher's tests call acquire directly).
+func logFor(ctx context.Context) log.Logger {
+	if activity.IsActivity(ctx) {
+		return activity.GetLogger(ctx)
+	}
+	return log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 }
 
 // CheckHoldersRequest lists the holders to look at.

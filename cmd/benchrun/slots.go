@@ -44,6 +44,11 @@ type SlotBench struct {
 	// update's result, or, asked by signal, the pool's first notice (the
 	// grant or the place in line) reaching the task's workflow.
 	Answer bench.Summary `json:"answer"`
+	// AcquireQueued is the AcquireSlot activity's wait for a worker
+	// (scheduled to started); AcquireCall its run (started to completed):
+	// the ask itself, a batch's wait and update included.
+	AcquireQueued bench.Summary `json:"acquireQueued"`
+	AcquireCall   bench.Summary `json:"acquireCall"`
 	// Wait is the whole wait of the tasks that queued: acquire scheduled
 	// to grant received. Mostly the line, not the pool.
 	Wait        bench.Summary     `json:"wait"`
@@ -137,6 +142,8 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	e.results.Slots = append(e.results.Slots, res)
 	e.logf("slots (%s worker): RSS worker %.0f MB, server %.0f MB", worker, res.WorkerMB, res.ServerMB)
 	e.logf("slots: first notice p50/p99 %.1f/%.1f ms", res.Answer.P50, res.Answer.P99)
+	e.logf("slots: acquire waiting for a worker p50/p99 %.1f/%.1f ms, the call p50/p99 %.1f/%.1f ms",
+		res.AcquireQueued.P50, res.AcquireQueued.P99, res.AcquireCall.P50, res.AcquireCall.P99)
 	e.logf("slots: %d waiters behind a pool of %d: hand-off p50/p99/max %.1f/%.1f/%.1f ms; acquire p50/p99 %.1f/%.1f ms; line drained in %.0fs; pool history %d events in %d runs; %s",
 		n, limit, res.Handoff.P50, res.Handoff.P99, res.Handoff.Max, res.Acquire.P50, res.Acquire.P99,
 		res.Seconds, res.PoolHistory.Events, res.PoolHistory.Runs, res.Error)
@@ -220,13 +227,13 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		}
 		run = next
 	}
-	var handoffs, acquires, waits, answers []time.Duration
+	var handoffs, acquires, waits, answers, queued, calls []time.Duration
 	for _, t := range tasks {
 		// The ask is the AcquireSlot activity (an update, answered in its
 		// result), or the acquire signal to the pool, taken when the pool
 		// recorded it (a place in line is not answered then; when no pool
 		// ran, the AskSlot activity that starts it).
-		var scheduled, answered, granted, noticed time.Time
+		var scheduled, started, answered, granted, noticed time.Time
 		byUpdate := false
 		askID := int64(0)
 		err := eachEvent(ctx, cl, taskapi.WorkflowID(t.id), t.runID, func(ev *historypb.HistoryEvent) error {
@@ -238,6 +245,9 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 			}
 			if a := ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes(); a != nil && a.GetSignalName() == signalAcquire && askID == 0 {
 				askID, scheduled = ev.GetEventId(), at
+			}
+			if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetScheduledEventId() == askID && started.IsZero() {
+				started = at
 			}
 			if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && a.GetScheduledEventId() == askID && answered.IsZero() {
 				answered = at
@@ -264,6 +274,9 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 		}
 		if !answered.IsZero() {
 			acquires = append(acquires, answered.Sub(scheduled))
+			if !started.IsZero() {
+				queued, calls = append(queued, started.Sub(scheduled)), append(calls, answered.Sub(started))
+			}
 		}
 		switch {
 		case byUpdate && !answered.IsZero():
@@ -281,6 +294,7 @@ func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string
 	}
 	res.Handoff, res.Acquire, res.Wait = bench.Summarize(handoffs), bench.Summarize(acquires), bench.Summarize(waits)
 	res.Answer = bench.Summarize(answers)
+	res.AcquireQueued, res.AcquireCall = bench.Summarize(queued), bench.Summarize(calls)
 	return nil
 }
 

@@ -31,7 +31,9 @@ const defaultPoolContinueAsNewAfter = 3000
 // terminated, continuing-as-new with its holders and waiters.
 //
 // Acquire is an update answered at once (granted, queued with the place in
-// line, or refused); it never waits for a slot, since Temporal allows only
+// line, or refused), one request per acquire update or many per
+// acquire-many (a worker batches its tasks' acquires); it never waits for
+// a slot, since Temporal allows only
 // a few updates in flight per workflow. A waiter hears of its grant or its
 // refusal later, by a signal to its own workflow. Release is a signal. A
 // released slot goes to the next waiter at once. Every CheckEvery the pool
@@ -148,6 +150,15 @@ func (p *poolFlow) setup() error {
 		}); err != nil {
 		return fmt.Errorf("register acquire update: %w", err)
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, slotapi.UpdateAcquireMany,
+		func(ctx workflow.Context, m slotapi.AcquireMany) (slotapi.AcquireManyResult, error) {
+			return p.acquireMany(workflow.Now(ctx), m), nil
+		}, workflow.UpdateHandlerOptions{
+			Validator:   func(m slotapi.AcquireMany) error { return m.Validate() },
+			Description: `{"requests": [acquire, ...]}: each request answered as acquire would, in order, in one update`,
+		}); err != nil {
+		return fmt.Errorf("register acquire-many update: %w", err)
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(p.ctx, slotapi.UpdateSet,
 		func(ctx workflow.Context, r slotapi.SetRequest) (slotapi.View, error) {
 			l := p.limitsFor(r)
@@ -169,6 +180,24 @@ func (p *poolFlow) setup() error {
 		return fmt.Errorf("register set update: %w", err)
 	}
 	return nil
+}
+
+// acquireMany answers each request of a batch in order, as the acquire
+// update would have answered it alone; a malformed one gets its refusal
+// and does not stop the others.
+func (p *poolFlow) acquireMany(now time.Time, m slotapi.AcquireMany) slotapi.AcquireManyResult {
+	res := slotapi.AcquireManyResult{Answers: make([]slotapi.ManyAnswer, len(m.Requests))}
+	for i, r := range m.Requests {
+		if err := r.Validate(); err != nil {
+			res.Answers[i].Error = err.Error()
+			continue
+		}
+		a := p.st.Pool.Acquire(r, now)
+		res.Answers[i].Answer = a
+		p.log.Info("acquire", "key", r.Key.String(), "run", r.Run, "answer", string(a.State), "position", a.Position, "reason", string(a.Reason), "batch", len(m.Requests))
+	}
+	p.poke()
+	return res
 }
 
 // limitsFor is the pool's limits with a set request applied.

@@ -346,3 +346,82 @@ func TestSlotPoolServesRunsInTurn(t *testing.T) {
 	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "agents", Limits: &slots.Limits{MaxConcurrent: 1}})
 	require.True(t, w.env.IsWorkflowCompleted())
 }
+
+// acquireMany sends one acquire-many update; its answers land in
+// w.answers by task, and a malformed member's refusal as its Detail.
+func (w *poolWorld) acquireMany(rs ...slots.Request) {
+	w.env.UpdateWorkflow(slotapi.UpdateAcquireMany, "", &testsuite.TestUpdateCallback{
+		OnAccept: func() {},
+		OnReject: func(err error) { w.t.Errorf("acquire-many rejected: %v", err) },
+		OnComplete: func(v any, err error) {
+			require.NoError(w.t, err)
+			res := v.(slotapi.AcquireManyResult)
+			require.Len(w.t, res.Answers, len(rs), "one answer per request")
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for i, r := range rs {
+				a := res.Answers[i].Answer
+				if e := res.Answers[i].Error; e != "" {
+					a = slots.Answer{Detail: "error: " + e}
+				}
+				w.answers[fmt.Sprintf("%s#%d", r.Key.Task, r.Key.Attempt)] = a
+			}
+		},
+	}, slotapi.AcquireMany{Requests: rs})
+}
+
+// One acquire-many answers each of its requests as the acquire update
+// would have alone: grants while slots are free, then places in line by
+// turns across runs; the same key asked twice gets the same answer; a
+// malformed request is refused alone; a key released before is answered
+// released. The line it forms is served as any other.
+func TestSlotPoolAnswersABatchOfAcquiresEachOnItsOwn(t *testing.T) {
+	w := newPoolWorld(t)
+	ask := func(task, run string) slots.Request {
+		r := w.request(task, 1)
+		r.Run = run
+		return r
+	}
+	w.at(time.Second, func() {
+		w.acquireMany(ask("a1", "big"), ask("a2", "big"), ask("a3", "big"), ask("a4", "big"),
+			ask("s1", "small"), ask("a2", "big"), slots.Request{Key: slots.Key{Task: "bad"}})
+	})
+	w.at(2*time.Second, func() {
+		w.mu.Lock()
+		got := map[string]string{}
+		for k, a := range w.answers {
+			got[k] = fmt.Sprintf("%s %d %s", a.State, a.Position, a.Detail)
+		}
+		w.mu.Unlock()
+		require.Equal(t, map[string]string{
+			"a1#1":  "granted 0 ",
+			"a2#1":  "queued 2 ", // asked again after s1: its place now
+			"a3#1":  "queued 2 ",
+			"a4#1":  "queued 3 ",
+			"s1#1":  "queued 1 ", // a run not served yet goes first
+			"bad#0": " 0 error: key: attempt 0 must be at least 1",
+		}, got)
+		require.Equal(t, []string{"1:s1", "2:a2", "3:a3", "4:a4"}, waiterTasks(w.view()),
+			"the small run, not served yet, ahead of the big one")
+		w.release("a1", 1)
+	})
+	w.at(3*time.Second, func() {
+		require.Equal(t, []string{"s1#1 granted"}, w.taken())
+		w.release("s1", 1)
+		w.acquireMany(ask("a1", "big"), ask("a5", "big"))
+	})
+	w.at(4*time.Second, func() {
+		require.Equal(t, []string{"s1#1 granted", "a2#1 granted"}, w.taken(), "then the big run's turn")
+		require.Equal(t, slots.Released, w.answers["a1#1"].State, "a released key is never granted again")
+		require.Equal(t, slots.Queued, w.answers["a5#1"].State)
+		w.env.CancelWorkflow()
+	})
+	w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: "agents", Limits: &slots.Limits{MaxConcurrent: 1}})
+	require.True(t, w.env.IsWorkflowCompleted())
+}
+
+func TestSlotPoolRefusesAnEmptyOrOversizedBatch(t *testing.T) {
+	require.ErrorContains(t, slotapi.AcquireMany{}.Validate(), "at least one")
+	require.ErrorContains(t, slotapi.AcquireMany{Requests: make([]slots.Request, slotapi.MaxAcquireMany+1)}.Validate(), "at most 500")
+	require.NoError(t, slotapi.AcquireMany{Requests: make([]slots.Request, 1)}.Validate())
+}
