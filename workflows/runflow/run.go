@@ -66,23 +66,14 @@ type runFlow struct {
 }
 
 func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
-	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1}
-	run, err := runplan.Parse(in.Run)
+	res, err := resumeInput(in)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+		return nil, err
 	}
-	r.run = run
-	if err := budgetError(in.Budget); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
-	}
+	in, run := res.in, res.run
+	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1, run: run}
 	if len(in.Resume) > 0 {
-		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
-			return nil, badRunState(err)
-		}
-		if err := r.st.Doc.Bind(run); err != nil {
-			return nil, badRunState(err)
-		}
+		r.st = res.st
 		r.st.ContinuedAsNew++
 		if in.Reopen != nil {
 			if err := r.reopen(*in.Reopen); err != nil {
@@ -111,6 +102,39 @@ func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
 	}
 	r.changed()
 	return r, nil
+}
+
+// resumed is a run's input read: unpacked, its run file parsed, and the
+// state it carries on from, if any, bound to it.
+type resumed struct {
+	in  runapi.RunInput
+	run runplan.Run
+	st  runState
+}
+
+func resumeInput(in runapi.RunInput) (resumed, error) {
+	in, err := in.Unpack()
+	if err != nil {
+		return resumed{}, badRunState(err)
+	}
+	run, err := runplan.Parse(in.Run)
+	if err != nil {
+		return resumed{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+	}
+	if err := budgetError(in.Budget); err != nil {
+		return resumed{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
+	}
+	res := resumed{in: in, run: run}
+	if len(in.Resume) > 0 {
+		if err := json.Unmarshal(in.Resume, &res.st); err != nil {
+			return resumed{}, badRunState(err)
+		}
+		if err := res.st.Doc.Bind(run); err != nil {
+			return resumed{}, badRunState(err)
+		}
+	}
+	return res, nil
 }
 
 func badRunState(err error) error {
@@ -567,7 +591,11 @@ func (r *runFlow) handover() (runapi.RunInput, error) {
 	next := r.in
 	next.Resume = data
 	next.Reopen = nil
-	return next, nil
+	// Packed: the run file and the state of a run of thousands of tasks
+	// are megabytes of JSON, over Temporal's 2 MB payload limit, and
+	// compress many times over. A history recorded before handed them
+	// over plain; Unpack reads either.
+	return next.Pack()
 }
 
 // reopen takes an ended run back to active and applies the request it was
