@@ -54,6 +54,42 @@ type Run struct {
 	// interpreted here.
 	CompletionTrigger json.RawMessage
 	Tasks             []Task
+
+	// idx, set by Parse, finds a task by id and holds the start order, so
+	// that a run of thousands of tasks is not searched end to end at every
+	// step.
+	idx *runIndex
+}
+
+// runIndex is what Parse works out once about a run's tasks.
+type runIndex struct {
+	pos   map[string]int
+	order [][]string
+}
+
+func (r *Run) index() {
+	ix := &runIndex{pos: make(map[string]int, len(r.Tasks))}
+	for i, t := range r.Tasks {
+		ix.pos[t.ID] = i
+	}
+	r.idx = nil
+	ix.order = r.Order()
+	r.idx = ix
+}
+
+// Pos is the task's place in the run file, -1 for an unknown task.
+func (r Run) Pos(id string) int {
+	if r.idx != nil {
+		if i, ok := r.idx.pos[id]; ok && i < len(r.Tasks) && r.Tasks[i].ID == id {
+			return i
+		}
+	}
+	for i, t := range r.Tasks {
+		if t.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // Task is one task of a run.
@@ -94,10 +130,8 @@ func (r Run) PlanID(taskID string) string { return "run-" + r.Slug + "-" + taskI
 
 // Task returns the task with the given id.
 func (r Run) Task(id string) (Task, bool) {
-	for _, t := range r.Tasks {
-		if t.ID == id {
-			return t, true
-		}
+	if i := r.Pos(id); i >= 0 {
+		return r.Tasks[i], true
 	}
 	return Task{}, false
 }
@@ -126,9 +160,13 @@ func (t Task) model() string {
 }
 
 // Order is the order tasks can start in: levels of tasks whose dependencies
-// all lie in earlier levels, each level in file order. For a run Parse
+// all lie in earlier levels, each level in file order (Parse works it out
+// once: callers read it, never change it). For a run Parse
 // returned it holds every task exactly once.
 func (r Run) Order() [][]string {
+	if r.idx != nil && r.idx.order != nil {
+		return r.idx.order
+	}
 	placed := make(map[string]bool, len(r.Tasks))
 	var levels [][]string
 	for len(placed) < len(r.Tasks) {
@@ -304,6 +342,7 @@ func Parse(data []byte) (Run, error) {
 	if err := r.validate(len(f.Tasks)); err != nil {
 		return Run{}, err
 	}
+	r.index()
 	return r, nil
 }
 

@@ -126,14 +126,19 @@ func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req r
 	if err := v.Get(&in); err != nil {
 		return fmt.Errorf("run %s: handover: %w", slug, err)
 	}
-	if err := checkReopen(in, name, req); err != nil {
+	// The handover comes packed: read it plain, start from it as it came.
+	plain, err := in.Unpack()
+	if err != nil {
+		return fmt.Errorf("run %s: handover: %w", slug, err)
+	}
+	if err := checkReopen(plain, name, req); err != nil {
 		return fmt.Errorf("run %s has ended and cannot be reopened: %w", slug, err)
 	}
 	in.Reopen = &runapi.Reopen{Update: name, Task: req}
 	// The reopened run goes where the run ran, whatever queue this starter
 	// would start new work on.
 	taskQueue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
-	r, err := runplan.Parse(in.Run)
+	r, err := runplan.Parse(plain.Run)
 	if err != nil {
 		return err
 	}

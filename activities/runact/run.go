@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -29,6 +31,11 @@ type Activities struct {
 
 	// streams holds the runs' canonical streams, opened on first use.
 	streams activities.Streams
+
+	// status holds each run's status.json as this worker last wrote it
+	// (WriteRunStatus), by slug.
+	statusMu sync.Mutex
+	status   map[string]*statusDoc
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
@@ -44,11 +51,127 @@ type RunStatusRequest struct {
 	// Steps are the run's canonical events since the last write, stored in
 	// the run's stream (canonical.RunIDForRun) before the document.
 	Steps []canonical.Event `json:"steps,omitempty"`
+
+	// Writer and Seq name the write: the workflow run that asks for it
+	// and its number among that run's writes. The worker keeps the last
+	// document it wrote for each run under them, so that the next write
+	// can ship only what changed.
+	Writer string `json:"writer,omitempty"`
+	Seq    int    `json:"seq,omitempty"`
+	// Patch, instead of Document: Top is the document without its tasks
+	// and Tasks the entries that changed since write Seq-1 of Writer.
+	// When this worker does not hold that write (it restarted, or the
+	// workflow moved to another worker), the answer is NeedBase and
+	// nothing is written: the workflow sends the whole Document then.
+	Patch bool                       `json:"patch,omitempty"`
+	Top   json.RawMessage            `json:"top,omitempty"`
+	Tasks map[string]json.RawMessage `json:"tasks,omitempty"`
+	// Final: the run has ended; the worker forgets its document.
+	Final bool `json:"final,omitempty"`
 }
 
 // RunStatusResult says where the document went.
 type RunStatusResult struct {
 	Paths []string `json:"paths"`
+	// NeedBase: a Patch found no base to apply to; send the Document.
+	NeedBase bool `json:"needBase,omitempty"`
+}
+
+// statusDoc is a run's status.json as last written, split so that a patch
+// replaces task entries without decoding the rest: each entry (and each
+// top-level field) as the file holds it, keys sorted.
+type statusDoc struct {
+	writer string
+	seq    int
+	top    map[string]json.RawMessage
+	tasks  map[string]json.RawMessage
+}
+
+// canonical re-encodes a JSON value with its object keys sorted, as the
+// file has always been written.
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// splitStatus reads a whole document.
+func splitStatus(doc json.RawMessage) (*statusDoc, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return nil, err
+	}
+	if top == nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	d := &statusDoc{top: map[string]json.RawMessage{}, tasks: map[string]json.RawMessage{}}
+	if err := d.setTop(top); err != nil {
+		return nil, err
+	}
+	if raw, ok := top["tasks"]; ok {
+		var tasks map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &tasks); err != nil {
+			return nil, fmt.Errorf("tasks: %w", err)
+		}
+		if tasks == nil {
+			d.tasks = nil
+		}
+		if err := d.setTasks(tasks); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// setTop replaces every top-level field but the tasks.
+func (d *statusDoc) setTop(top map[string]json.RawMessage) error {
+	next := make(map[string]json.RawMessage, len(top))
+	for k, raw := range top {
+		if k == "tasks" {
+			continue
+		}
+		c, err := canonicalJSON(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		next[k] = c
+	}
+	d.top = next
+	return nil
+}
+
+func (d *statusDoc) setTasks(tasks map[string]json.RawMessage) error {
+	for id, raw := range tasks {
+		c, err := canonicalJSON(raw)
+		if err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
+		if d.tasks == nil {
+			d.tasks = map[string]json.RawMessage{}
+		}
+		d.tasks[id] = c
+	}
+	return nil
+}
+
+// render is the file: indented, keys sorted, a newline at the end.
+func (d *statusDoc) render() ([]byte, error) {
+	tasks, err := json.Marshal(d.tasks)
+	if err != nil {
+		return nil, err
+	}
+	top := make(map[string]json.RawMessage, len(d.top)+1)
+	for k, v := range d.top {
+		top[k] = v
+	}
+	top["tasks"] = tasks
+	data, err := json.MarshalIndent(top, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }
 
 // RunStatusPath is where a run's status.json lives under the work root.
@@ -65,16 +188,43 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 		return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("run slug %q is not kebab-case", req.Slug), ErrBadRunStatus, nil)
 	}
-	var doc any
-	if err := json.Unmarshal(req.Document, &doc); err != nil {
-		return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	var doc *statusDoc
+	if req.Patch {
+		base := a.status[req.Slug]
+		if base == nil || base.writer != req.Writer || (base.seq != req.Seq-1 && base.seq != req.Seq) {
+			return RunStatusResult{NeedBase: true}, nil
+		}
+		var top map[string]json.RawMessage
+		if err := json.Unmarshal(req.Top, &top); err != nil {
+			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+		}
+		// Applied to a copy: a write that fails leaves the base as it was.
+		next := &statusDoc{writer: req.Writer, seq: req.Seq, tasks: maps.Clone(base.tasks)}
+		if err := next.setTop(top); err != nil {
+			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+		}
+		if err := next.setTasks(req.Tasks); err != nil {
+			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+		}
+		doc = next
+	} else {
+		d, err := splitStatus(req.Document)
+		if err != nil {
+			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
+		}
+		d.writer, d.seq = req.Writer, req.Seq
+		doc = d
 	}
-	data, err := json.MarshalIndent(doc, "", "  ")
+	data, err := doc.render()
 	if err != nil {
 		return RunStatusResult{}, fmt.Errorf("run %s: encode status: %w", req.Slug, err)
 	}
-	data = append(data, '\n')
 	layout, err := activities.NewLayout(a.Config.WorkRoot)
 	if err != nil {
 		return RunStatusResult{}, err
@@ -107,6 +257,14 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 		if err := os.Chmod(p, 0o644); err != nil {
 			return RunStatusResult{}, fmt.Errorf("run %s: %w", req.Slug, err)
 		}
+	}
+	if a.status == nil {
+		a.status = map[string]*statusDoc{}
+	}
+	if req.Final || req.Writer == "" {
+		delete(a.status, req.Slug)
+	} else {
+		a.status[req.Slug] = doc
 	}
 	return RunStatusResult{Paths: paths}, nil
 }

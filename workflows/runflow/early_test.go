@@ -23,6 +23,8 @@ func TestRunContinuesAsNewWhileATaskToldEarlyCloses(t *testing.T) {
 	require.True(t, errors.As(env.GetWorkflowError(), &can), "the run should have continued as new, got %v", env.GetWorkflowError())
 	var next runapi.RunInput
 	require.NoError(t, json.Unmarshal(can.Input.Payloads[0].Data, &next))
+	next, err := next.Unpack()
+	require.NoError(t, err)
 	var st runState
 	require.NoError(t, json.Unmarshal(next.Resume, &st))
 	require.Equal(t, runstatus.TaskDone, st.Doc.Tasks["a"].Status)

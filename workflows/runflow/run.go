@@ -3,6 +3,7 @@ package runflow
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -60,29 +61,22 @@ type runFlow struct {
 	// closing holds the tasks told early as completed whose workflows
 	// have not closed yet: id to attempt (early_end.go).
 	closing map[string]int
-	// written is st.Changes as last written to status.json.
+	// written is st.Changes as last written to status.json; shipped what
+	// was written.
 	written    int
+	shipped    shippedStatus
 	statusFile string
 }
 
 func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
-	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1}
-	run, err := runplan.Parse(in.Run)
+	res, err := resumeInput(in)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+		return nil, err
 	}
-	r.run = run
-	if err := budgetError(in.Budget); err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
-	}
+	in, run := res.in, res.run
+	r := &runFlow{ctx: ctx, log: workflow.GetLogger(ctx), in: in, written: -1, run: run}
 	if len(in.Resume) > 0 {
-		if err := json.Unmarshal(in.Resume, &r.st); err != nil {
-			return nil, badRunState(err)
-		}
-		if err := r.st.Doc.Bind(run); err != nil {
-			return nil, badRunState(err)
-		}
+		r.st = res.st
 		r.st.ContinuedAsNew++
 		if in.Reopen != nil {
 			if err := r.reopen(*in.Reopen); err != nil {
@@ -111,6 +105,39 @@ func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
 	}
 	r.changed()
 	return r, nil
+}
+
+// resumed is a run's input read: unpacked, its run file parsed, and the
+// state it carries on from, if any, bound to it.
+type resumed struct {
+	in  runapi.RunInput
+	run runplan.Run
+	st  runState
+}
+
+func resumeInput(in runapi.RunInput) (resumed, error) {
+	in, err := in.Unpack()
+	if err != nil {
+		return resumed{}, badRunState(err)
+	}
+	run, err := runplan.Parse(in.Run)
+	if err != nil {
+		return resumed{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("invalid run file: %v", err), activities.ErrInvalidDispatch, err)
+	}
+	if err := budgetError(in.Budget); err != nil {
+		return resumed{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrInvalidDispatch, err)
+	}
+	res := resumed{in: in, run: run}
+	if len(in.Resume) > 0 {
+		if err := json.Unmarshal(in.Resume, &res.st); err != nil {
+			return resumed{}, badRunState(err)
+		}
+		if err := res.st.Doc.Bind(run); err != nil {
+			return resumed{}, badRunState(err)
+		}
+	}
+	return res, nil
 }
 
 func badRunState(err error) error {
@@ -505,27 +532,117 @@ func (r *runFlow) abort() (runstatus.Status, error) {
 
 // writeStatus writes status.json when the document changed since it was
 // last written. A local activity: one marker in history per write.
+//
+// The first write of each run of the workflow ships the whole document;
+// the next ones only the task entries that changed (and the few fields
+// outside the tasks), which the worker applies to the document it wrote
+// last. A worker that does not hold it answers NeedBase, and the whole
+// document follows in a second write. So a change costs what it changed,
+// not the size of the run.
 func (r *runFlow) writeStatus() error {
 	if r.written == r.st.Changes {
 		return nil
 	}
-	doc, err := json.Marshal(r.st.Doc)
-	if err != nil {
-		return fmt.Errorf("encode run status: %w", err)
-	}
-	req := runact.RunStatusRequest{Slug: r.run.Slug, Document: doc, Steps: r.runSteps()}
+	req := runact.RunStatusRequest{Slug: r.run.Slug, Steps: r.runSteps(),
+		Writer: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, Seq: r.shipped.seq + 1, Final: r.st.Doc.Finished() && r.ended()}
 	if r.st.Repo != nil {
 		req.Repo = r.st.Repo.Path
 	}
 	var res runact.RunStatusResult
-	if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
-		return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
+	if r.shipped.tasks != nil {
+		top, changed, err := r.statusPatch()
+		if err != nil {
+			return err
+		}
+		req.Patch, req.Top, req.Tasks = true, top, changed
+		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
+			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
+		}
+		req.Patch, req.Top, req.Tasks = false, nil, nil
+	}
+	if r.shipped.tasks == nil || res.NeedBase {
+		doc, err := json.Marshal(r.st.Doc)
+		if err != nil {
+			return fmt.Errorf("encode run status: %w", err)
+		}
+		req.Document = doc
+		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
+			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
+		}
+	}
+	r.shipped.seq = req.Seq
+	r.shipped.tasks = make(map[string]runstatus.Task, len(r.st.Doc.Tasks))
+	for _, rt := range r.run.Tasks {
+		r.shipped.tasks[rt.ID] = copyTask(r.st.Doc.Tasks[rt.ID])
 	}
 	if len(res.Paths) > 0 {
 		r.statusFile = res.Paths[0]
 	}
 	r.written = r.st.Changes
 	return nil
+}
+
+// ended: the run is complete or partial.
+func (r *runFlow) ended() bool {
+	return r.st.Doc.Status == runstatus.RunComplete || r.st.Doc.Status == runstatus.RunPartial
+}
+
+// shippedStatus is what this run of the workflow last wrote to
+// status.json: the write's number and each task's entry as it was. It is
+// not handed over: the next run writes the whole document first.
+type shippedStatus struct {
+	seq   int
+	tasks map[string]runstatus.Task
+}
+
+// statusPatch is the document without its tasks, and the task entries
+// that changed since the last write, encoded.
+func (r *runFlow) statusPatch() (json.RawMessage, map[string]json.RawMessage, error) {
+	head := r.st.Doc
+	head.Tasks = nil
+	top, err := json.Marshal(head)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode run status: %w", err)
+	}
+	changed := map[string]json.RawMessage{}
+	for _, rt := range r.run.Tasks {
+		t := r.st.Doc.Tasks[rt.ID]
+		if old, ok := r.shipped.tasks[rt.ID]; ok && t != nil && sameTask(old, *t) {
+			continue
+		}
+		data, err := json.Marshal(t)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode run status of task %s: %w", rt.ID, err)
+		}
+		changed[rt.ID] = data
+	}
+	return top, changed, nil
+}
+
+// copyTask is a copy of a task's entry that shares nothing with it.
+func copyTask(t *runstatus.Task) runstatus.Task {
+	if t == nil {
+		return runstatus.Task{}
+	}
+	c := *t
+	c.BlockedBy = slices.Clone(t.BlockedBy)
+	c.ConflictFiles = slices.Clone(t.ConflictFiles)
+	return c
+}
+
+// sameTask: the two entries would be written alike.
+// (an entry found different that is not only costs a line in the patch;
+// TestSameTaskSeesEveryField keeps it in step with the fields).
+func sameTask(a, b runstatus.Task) bool {
+	return a.Status == b.Status && a.IssueNumber == b.IssueNumber && a.PRNumber == b.PRNumber &&
+		slices.Equal(a.BlockedBy, b.BlockedBy) && a.Branch == b.Branch && a.Worktree == b.Worktree &&
+		a.WorktreeStatus == b.WorktreeStatus && a.WorktreeCreatedAt.Equal(b.WorktreeCreatedAt) &&
+		a.StartedAt.Equal(b.StartedAt) && a.CompletedAt.Equal(b.CompletedAt) && a.FailedAt.Equal(b.FailedAt) &&
+		a.ConflictAt.Equal(b.ConflictAt) && a.Error == b.Error && slices.Equal(a.ConflictFiles, b.ConflictFiles) &&
+		a.MergedAt.Equal(b.MergedAt) && a.Model == b.Model && a.LoopCount == b.LoopCount &&
+		a.ModelUpgrades == b.ModelUpgrades && a.RevisionCount == b.RevisionCount &&
+		a.PausedAt.Equal(b.PausedAt) && a.PausedReason == b.PausedReason &&
+		a.StalledAt.Equal(b.StalledAt) && a.StalledPhase == b.StalledPhase
 }
 
 // shouldContinueAsNew: when Temporal suggests it, or after the configured
@@ -567,7 +684,11 @@ func (r *runFlow) handover() (runapi.RunInput, error) {
 	next := r.in
 	next.Resume = data
 	next.Reopen = nil
-	return next, nil
+	// Packed: the run file and the state of a run of thousands of tasks
+	// are megabytes of JSON, over Temporal's 2 MB payload limit, and
+	// compress many times over. A history recorded before handed them
+	// over plain; Unpack reads either.
+	return next.Pack()
 }
 
 // reopen takes an ended run back to active and applies the request it was

@@ -1,7 +1,11 @@
 package runapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"time"
 
 	"karvi-edda-temporal/costs"
@@ -82,6 +86,59 @@ type RunInput struct {
 	// Resume is the workflow's state handed over by continue-as-new; a
 	// client never sets it but to reopen.
 	Resume json.RawMessage `json:"resume,omitempty"`
+	// Packed holds Run and Resume gzipped (Pack), as the workflow hands
+	// them over: a run of thousands of tasks would otherwise near
+	// Temporal's 2 MB payload limit. Unpack restores them.
+	Packed []byte `json:"packed,omitempty"`
+}
+
+// packed is what Packed holds, before gzip.
+type packed struct {
+	Run    json.RawMessage `json:"run"`
+	Resume json.RawMessage `json:"resume,omitempty"`
+}
+
+// Pack moves Run and Resume into Packed, gzipped.
+func (in RunInput) Pack() (RunInput, error) {
+	data, err := json.Marshal(packed{Run: in.Run, Resume: in.Resume})
+	if err != nil {
+		return in, fmt.Errorf("pack the run input: %w", err)
+	}
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+	if err != nil {
+		return in, fmt.Errorf("pack the run input: %w", err)
+	}
+	if _, err := zw.Write(data); err != nil {
+		return in, fmt.Errorf("pack the run input: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return in, fmt.Errorf("pack the run input: %w", err)
+	}
+	in.Run, in.Resume, in.Packed = nil, nil, b.Bytes()
+	return in, nil
+}
+
+// Unpack restores Run and Resume from Packed; an input without Packed is
+// returned as it is.
+func (in RunInput) Unpack() (RunInput, error) {
+	if len(in.Packed) == 0 {
+		return in, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(in.Packed))
+	if err != nil {
+		return in, fmt.Errorf("unpack the run input: %w", err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		return in, fmt.Errorf("unpack the run input: %w", err)
+	}
+	var p packed
+	if err := json.Unmarshal(data, &p); err != nil {
+		return in, fmt.Errorf("unpack the run input: %w", err)
+	}
+	in.Run, in.Resume, in.Packed = p.Run, p.Resume, nil
+	return in, nil
 }
 
 // Reopen is the request an ended run is reopened for.
