@@ -423,6 +423,12 @@ func TestDirWaiterWakesOnAnyFileInIt(t *testing.T) {
 	}
 	appendTo(t, filepath.Join(dir, "implement-1.jsonl"), "line\n")
 	woken("a transcript was written")
+	// One write is several notifications (create, modify, close): let
+	// the rest of them land before the file beside the directory.
+	time.Sleep(100 * time.Millisecond)
+	for len(w.Wake()) > 0 {
+		<-w.Wake()
+	}
 	appendTo(t, filepath.Join(root, "events.jsonl"), "beside it\n")
 	select {
 	case <-w.Wake():
