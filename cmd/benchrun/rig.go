@@ -44,8 +44,8 @@ type rig struct {
 	pprof    string
 	// metrics is the worker's Prometheus endpoint, when it serves one.
 	metrics string
-	fakes    map[contender]*karvifake.Server
-	clients  map[contender]*karvi.Client
+	fakes   map[contender]*karvifake.Server
+	clients map[contender]*karvi.Client
 }
 
 // rigOptions shape a rig's karvi fakes and worker beyond the defaults.
