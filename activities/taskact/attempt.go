@@ -87,6 +87,8 @@ type StartAttemptRequest struct {
 	Stream *StreamInfo `json:"stream,omitempty"`
 	// WatchLimits: the first delivery follows the transcripts too (limits.go).
 	WatchLimits bool `json:"watchLimits,omitempty"`
+	// SpendEachPhase is the first delivery's, as for DeliverRequest.
+	SpendEachPhase bool `json:"spendEachPhase,omitempty"`
 }
 
 // StartAttemptResult is what the workflow keeps of a started attempt.
@@ -137,7 +139,7 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	d := &delivery{
 		a: a, explain: a.explainer(info.PlanPath), brief: skeleton.Clone(),
 		req: DeliverRequest{TaskID: taskID, Plan: info, TaskStatus: mapping.TaskDispatched, Base: base,
-			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery, Stream: req.Stream,
+			MaxWait: req.MaxWait, CheckpointEvery: req.CheckpointEvery, Stream: req.Stream, SpendEachPhase: req.SpendEachPhase,
 			Job:        a.newTally(info, req.Attempt, req.Dispatch.ModelHint, false),
 			LimitWatch: LimitWatch{WatchLimits: req.WatchLimits}},
 	}

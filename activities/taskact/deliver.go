@@ -44,6 +44,12 @@ type DeliverRequest struct {
 	// attributes stay at most that far behind the sink.
 	MaxWait         time.Duration `json:"maxWait"`
 	CheckpointEvery time.Duration `json:"checkpointEvery,omitempty"`
+	// SpendEachPhase: the workflow checks a budget (the task's, or its
+	// run's), so a checkpoint at a phase boundary also reads what the
+	// conductor spent. Otherwise only a checkpoint that ends the attempt or
+	// meets no boundary does, and the brief's phase costs come from the
+	// events: a short plan's brief is then one patch per event.
+	SpendEachPhase bool `json:"spendEachPhase,omitempty"`
 	// Job is the attempt's job-view tally as of the checkpoint; nil starts
 	// a new one.
 	Job *jobview.Tally `json:"job,omitempty"`
@@ -188,10 +194,11 @@ type delivery struct {
 	hold sink.Coalescer
 	// limits follows the transcripts for a usage limit (limits.go).
 	limits *limitWatcher
-	// atBoundary: the batch being taken holds a phase boundary.
+	// atBoundary: the batch being taken holds a phase boundary; metBoundary:
+	// a boundary made this call's checkpoint due.
 	// heldStart: the attempt's skeleton waits its turn at the sink, and the
 	// first checkpoint waits for heldFirstCheckpoint, boundary or not.
-	atBoundary, heldStart bool
+	atBoundary, metBoundary, heldStart bool
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -266,6 +273,7 @@ func (d *delivery) run(ctx context.Context) error {
 		}
 		if d.atBoundary && !d.heldStart {
 			cp.boundary()
+			d.metBoundary = true
 		}
 		d.atBoundary = false
 		if len(batch.Lines) > 0 {
@@ -415,8 +423,11 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 // claims only what the sink acknowledged.
 func (d *delivery) finish(ctx context.Context) error {
 	d.res.TailHeartbeat = d.a.Config.TailHeartbeatOrDefault()
-	if err := d.applySpend(ctx); err != nil {
-		return err
+	ends := d.res.Outcome != nil || d.res.Exited
+	if ends || d.req.SpendEachPhase || !d.metBoundary {
+		if err := d.applySpend(ctx); err != nil {
+			return err
+		}
 	}
 	return d.flush(ctx)
 }

@@ -97,6 +97,13 @@ func (r *taskRun) applyNotes() {
 	r.sendPatches(patches)
 }
 
+// checksSpend says whether the workflow checks what the task spends as it
+// goes (a budget of its own, or its run's): its deliveries then read the
+// conductor's spend at every phase boundary.
+func (r *taskRun) checksSpend() bool {
+	return r.st.Budget.Budget != nil || r.st.Budget.ReportSpend
+}
+
 // taskSpent is what every attempt of the task spent, the current included.
 func (r *taskRun) taskSpent() float64 {
 	return r.st.finishedSpent(spent(r.st.Current.Brief), r.st.Current.N)

@@ -66,7 +66,7 @@ func (r *taskRun) startAttempt() error {
 	stream := r.streamFor()
 	req := taskact.StartAttemptRequest{
 		Dispatch: r.st.Dispatch, Attempt: a.N, Nonce: a.Nonce, Base: r.statusBase(), MaxWait: wait, CheckpointEvery: every,
-		Stream: stream, WatchLimits: r.limitsOn,
+		Stream: stream, WatchLimits: r.limitsOn, SpendEachPhase: r.checksSpend(),
 	}
 	if err := r.runStart(attemptOptions(r.ctx, wait, summary), req, &res, claimed); err != nil {
 		return fmt.Errorf("start attempt %d: %w", a.N, err)
@@ -227,10 +227,11 @@ func (r *taskRun) deliverRequest(wait time.Duration) taskact.DeliverRequest {
 		Cursor: a.Cursor, Brief: a.Brief,
 		TaskStatus: r.st.TaskStatus, Base: r.statusBase(),
 		MaxWait: wait, CheckpointEvery: r.st.Tuning.CheckpointEveryOrZero(),
-		Job:        a.Job,
-		Stream:     r.streamFor(),
-		LimitWatch: taskact.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
-		StallWatch: r.stallWatch(),
+		Job:            a.Job,
+		Stream:         r.streamFor(),
+		SpendEachPhase: r.checksSpend(),
+		LimitWatch:     taskact.LimitWatch{WatchLimits: r.limitsOn, Transcripts: a.Transcripts},
+		StallWatch:     r.stallWatch(),
 	}
 }
 
