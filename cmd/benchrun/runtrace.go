@@ -253,6 +253,21 @@ type rssPeak struct {
 
 func sampleRSS(pids []int, every time.Duration) *rssPeak {
 	p := &rssPeak{peak: map[int]float64{}}
+	p.stop = sampleEvery(every, func() {
+		for _, pid := range pids {
+			if b, err := bench.RSS(pid); err == nil {
+				p.mu.Lock()
+				p.peak[pid] = max(p.peak[pid], mb(b))
+				p.mu.Unlock()
+			}
+		}
+	})
+	return p
+}
+
+// sampleEvery runs sample now and then every interval until the function
+// it returns is called, which waits for the last sample to end.
+func sampleEvery(every time.Duration, sample func()) (stop func()) {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -260,13 +275,7 @@ func sampleRSS(pids []int, every time.Duration) *rssPeak {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			for _, pid := range pids {
-				if b, err := bench.RSS(pid); err == nil {
-					p.mu.Lock()
-					p.peak[pid] = max(p.peak[pid], mb(b))
-					p.mu.Unlock()
-				}
-			}
+			sample()
 			select {
 			case <-done:
 				return
@@ -274,8 +283,7 @@ func sampleRSS(pids []int, every time.Duration) *rssPeak {
 			}
 		}
 	}()
-	p.stop = func() { close(done); <-stopped }
-	return p
+	return func() { close(done); <-stopped }
 }
 
 func (p *rssPeak) of(pid int) float64 {

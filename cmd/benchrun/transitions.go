@@ -208,25 +208,12 @@ type filePeak struct {
 
 func sampleFiles(pid int, every time.Duration) *filePeak {
 	p := &filePeak{}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			fds, watches := openFiles(pid)
-			p.mu.Lock()
-			p.fds, p.watches = max(p.fds, fds), max(p.watches, watches)
-			p.mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	p.stop = func() { close(done); <-stopped }
+	p.stop = sampleEvery(every, func() {
+		fds, watches := openFiles(pid)
+		p.mu.Lock()
+		p.fds, p.watches = max(p.fds, fds), max(p.watches, watches)
+		p.mu.Unlock()
+	})
 	return p
 }
 
