@@ -46,11 +46,20 @@ func workerOptions(c config, host string) (shared, own worker.Options, err error
 		return shared, own, err
 	}
 	base := worker.Options{
-		// More pollers than the SDK's 2: the first workflow task of a new
-		// workflow (a run's next task) waits on the normal queue while the
-		// pollers also serve the sticky one; with many workflows at once
-		// that wait was seconds (BENCHMARKS.md, the run hand-off).
-		MaxConcurrentWorkflowTaskPollers: workflowTaskPollers,
+		// Workflow tasks are polled by two poller sets, one on the shared
+		// queue and one on the worker's sticky queue, each never below
+		// workflowPollersMin. The SDK's default (one set that picks a
+		// queue per poll) sends every poll to the sticky queue while its
+		// backlog hint is above zero, and a task read from the sticky
+		// backlog counts itself in that hint: a new workflow's first task,
+		// a workflow task that timed out on a dead worker's sticky queue
+		// and a query of an uncached workflow then waited up to a minute
+		// (a sticky long poll) on a shared queue nobody polled.
+		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: workflowPollersInitial,
+			MinimumNumberOfPollers: workflowPollersMin,
+			MaximumNumberOfPollers: workflowPollersMax,
+		}),
 		MaxConcurrentActivityTaskPollers: activityTaskPollers,
 		WorkerStopTimeout:                c.stopGrace + 5*time.Second,
 		// The history's "started by" then names the host.
@@ -66,8 +75,10 @@ func workerOptions(c config, host string) (shared, own worker.Options, err error
 
 // The pollers of each worker of the process.
 const (
-	workflowTaskPollers = 8
-	activityTaskPollers = 8
+	workflowPollersInitial = 8
+	workflowPollersMin     = 2
+	workflowPollersMax     = 32
+	activityTaskPollers    = 8
 )
 
 // newHostWorker is the worker of the host's own queue: activities only, the
