@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
@@ -136,6 +138,22 @@ func runsOf(t *testing.T, r *testrig.Rig, taskID string) int {
 		Namespace: r.Server.Namespace, Query: fmt.Sprintf("WorkflowId = '%s'", taskapi.WorkflowID(taskID))})
 	require.NoError(t, err)
 	return len(resp.GetExecutions())
+}
+
+// workflowExists says whether a workflow of that id was started: the
+// intake names a run when it claims the project, before the activity that
+// starts it has run.
+func workflowExists(t *testing.T, r *testrig.Rig, workflowID string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.Client.DescribeWorkflowExecution(ctx, workflowID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false
+	}
+	require.NoError(t, err, "describe %s", workflowID)
+	return true
 }
 
 func intakeStatus(t *testing.T, r *testrig.Rig) intakeapi.Status {
@@ -571,7 +589,7 @@ func TestIntakeRunTaskSentBackAfterItsRunRunsOnItsOwn(t *testing.T) {
 		if len(st.Runs) == 1 {
 			wf = st.Runs[0].WorkflowID
 		}
-		return wf != ""
+		return wf != "" && workflowExists(t, r, wf)
 	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
 	r.Track(wf)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -621,7 +639,7 @@ func TestIntakeRunTaskFailedSentBackIsRetriedByItsRun(t *testing.T) {
 		if len(st.Runs) == 1 {
 			wf = st.Runs[0].WorkflowID
 		}
-		return wf != ""
+		return wf != "" && workflowExists(t, r, wf)
 	}, time.Minute, 200*time.Millisecond, "the project becomes a run")
 	r.Track(wf)
 	runDoc := func() runstatus.Status { return testrig.Query[runstatus.Status](r, wf, runapi.QueryStatus) }

@@ -131,11 +131,14 @@ func attemptOptions(ctx workflow.Context, wait time.Duration, summary string) wo
 }
 
 // claimOptions: a claim answers at once from any worker with room; a full
-// host hands it back (HostFull), retried until a host has room.
+// host hands it back (HostFull), retried until a host has room. Its join
+// of the worker's account gives up after 10 s, so a claim that takes
+// longer sits on a worker that died: the timeout is what a task waits
+// before another worker claims it.
 func claimOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		Summary:             summary,
-		StartToCloseTimeout: time.Minute,
+		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    200 * time.Millisecond,
 			BackoffCoefficient: 2,
