@@ -42,7 +42,10 @@ import (
 // usage limit on an agent account and the one it paused with it
 // (e2e.TestAccountLimitPausesEveryTaskOnTheAccount), and one its budget
 // paused until it was raised (e2e.TestTaskBudgetPauseWaitsForBudgetSet);
-// PAUSE_WRITE_HISTORY=1 rewrites them.
+// PAUSE_WRITE_HISTORY=1 rewrites them. account-v0 is an agent account's
+// workflow (joins by signal, a resume) recorded by `make run-many` before
+// the account kept its pause in its memo (`KEEP=1`, then `temporal
+// workflow show --output json`).
 func TestReplayRecordedHistories(t *testing.T) {
 	replaytest.Histories(t, filepath.Join("testdata", "histories"), Register)
 }

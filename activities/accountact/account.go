@@ -23,6 +23,7 @@ type Client interface {
 	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
 		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
+	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*client.WorkflowExecutionDescription, error)
 }
 
 // Leave tells account that member no longer runs on it, for an activity
@@ -113,11 +114,15 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 }
 
 // join makes member a member of account by signal (starting the account's
-// workflow if it does not run), then reads the account by query. Both
-// scale: a server admits only a few updates in flight per workflow, and
-// every task of a queue joins its worker's account, many at once. Should
-// the account pause between the query and the join's taking effect, the
-// account sends the new member the pause (accountapi.SignalJoin).
+// workflow if it does not run), then reads the account's pause from its
+// memo (accountapi.MemoPause) with a describe the server answers alone.
+// Both scale: a server admits only a few updates in flight per workflow,
+// every task of a queue joins its worker's account, many at once, and a
+// query would wait for the account's worker behind every other join.
+// Should the account pause between the read and the join's taking
+// effect, the account sends the new member the pause
+// (accountapi.SignalJoin). An account run started before the memo kept
+// the pause is read by query.
 func (a *Activities) join(ctx context.Context, account string, r accountapi.JoinRequest) (accountapi.View, error) {
 	if r.Member == "" {
 		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
@@ -128,6 +133,18 @@ func (a *Activities) join(ctx context.Context, account string, r accountapi.Join
 		accountapi.Input{Account: account})
 	if err != nil {
 		return accountapi.View{}, fmt.Errorf("join account %s: %w", account, err)
+	}
+	desc, err := a.Temporal.DescribeWorkflow(ctx, accountapi.WorkflowID(account), "")
+	if err != nil {
+		return accountapi.View{}, fmt.Errorf("read account %s: %w", account, err)
+	}
+	if _, ok := desc.Memo.GetFields()[accountapi.MemoPause]; ok {
+		var v accountapi.View
+		if err := desc.GetMemoValue(accountapi.MemoPause, &v); err != nil {
+			return accountapi.View{}, fmt.Errorf("read account %s's pause: %w", account, err)
+		}
+		v.Paused = v.PausedUntil.After(time.Now())
+		return v, nil
 	}
 	// A workflow that has not finished its first workflow task answers no
 	// query yet.

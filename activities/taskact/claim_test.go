@@ -37,6 +37,12 @@ func (h *hangingAccounts) SignalWithStartWorkflow(context.Context, string, strin
 	return nil, nil
 }
 
+func (h *hangingAccounts) DescribeWorkflow(ctx context.Context, _, _ string) (*client.WorkflowExecutionDescription, error) {
+	h.updates++
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 func (h *hangingAccounts) QueryWorkflow(ctx context.Context, _, _, _ string, _ ...any) (converter.EncodedValue, error) {
 	h.updates++
 	<-ctx.Done()

@@ -304,14 +304,15 @@ func (r *Results) Markdown() string {
 		p("")
 		p("Hand-off stages, p50 / p99 ms (the last dependency's plan_completed -> its delivery completing -> its workflow closing -> the run learning of it -> the dependent's start initiated -> started -> its StartAttempt started -> plan_start):")
 		p("")
-		p("| worker | tasks | sees end | bookkeeping | to parent | parent task (wait + run) | child start | first task (wait + run + activity dispatch) | plan+spawn |")
-		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+		p("| worker | tasks | sees end | bookkeeping | to parent | parent task (wait + run) | child start | first task (wait + run + activity dispatch) | of which: claim wait / claim run / claim to StartAttempt started, p50 (p99) | plan+spawn |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.Runs {
 			s := x.Stages
-			p("| %s | %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f) | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f + %.0f) | %.0f / %.0f |", x.Worker, x.Tasks,
+			p("| %s | %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f) | %.0f / %.0f | %.0f / %.0f (%.0f + %.0f + %.0f) | %.0f (%.0f) / %.0f (%.0f) / %.0f (%.0f) | %.0f / %.0f |", x.Worker, x.Tasks,
 				s.SeesEnd.P50, s.SeesEnd.P99, s.Bookkeeping.P50, s.Bookkeeping.P99, s.ToParent.P50, s.ToParent.P99,
 				s.ParentTask.P50, s.ParentTask.P99, s.ParentWait.P50, s.ParentRun.P50, s.ChildStart.P50, s.ChildStart.P99,
 				s.FirstTask.P50, s.FirstTask.P99, s.FirstTaskWait.P50, s.FirstTaskRun.P50, s.ActivityWait.P50,
+				s.ClaimWait.P50, s.ClaimWait.P99, s.ClaimRun.P50, s.ClaimRun.P99, s.AfterClaim.P50, s.AfterClaim.P99,
 				s.PlanSpawn.P50, s.PlanSpawn.P99)
 		}
 	}

@@ -44,6 +44,13 @@ type HandoffStages struct {
 	FirstTaskWait bench.Summary `json:"firstTaskWait"`
 	FirstTaskRun  bench.Summary `json:"firstTaskRun"`
 	ActivityWait  bench.Summary `json:"activityWait"`
+	// ClaimWait, ClaimRun and AfterClaim split ActivityWait: the ClaimHost
+	// activity's dispatch (scheduled to started), its run (the worker's
+	// account join included), and its completion to StartAttempt started
+	// (a workflow task and the start's dispatch).
+	ClaimWait  bench.Summary `json:"claimWait"`
+	ClaimRun   bench.Summary `json:"claimRun"`
+	AfterClaim bench.Summary `json:"afterClaim"`
 	// ParentWait and ParentRun split ParentTask: the run learning of the
 	// end to its next workflow task starting, and that task's run (the
 	// status.json write included) to its completion.
@@ -58,6 +65,8 @@ type HandoffStages struct {
 type taskMarks struct {
 	started, attemptStarted, deliveryEnd, closed time.Time
 	firstWFTStarted, firstWFTCompleted           time.Time
+	// The first ClaimHost activity's moments.
+	claimScheduled, claimStarted, claimCompleted time.Time
 }
 
 // historyEvents reads every event of a workflow's chain from runID ("" is
@@ -105,15 +114,30 @@ func marksOf(evs []*historypb.HistoryEvent) taskMarks {
 				m.firstWFTCompleted = at
 			}
 		case ev.GetActivityTaskScheduledEventAttributes() != nil:
-			names[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			name := ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			names[ev.GetEventId()] = name
+			if name == "ClaimHost" && m.claimScheduled.IsZero() {
+				m.claimScheduled = at
+			}
 		case ev.GetActivityTaskStartedEventAttributes() != nil:
-			if names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] == "StartAttempt" && m.attemptStarted.IsZero() {
-				m.attemptStarted = at
+			switch names[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()] {
+			case "StartAttempt":
+				if m.attemptStarted.IsZero() {
+					m.attemptStarted = at
+				}
+			case "ClaimHost":
+				if m.claimStarted.IsZero() {
+					m.claimStarted = at
+				}
 			}
 		case ev.GetActivityTaskCompletedEventAttributes() != nil:
 			switch names[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] {
 			case "StartAttempt", "DeliverEvents":
 				m.deliveryEnd = at
+			case "ClaimHost":
+				if m.claimCompleted.IsZero() {
+					m.claimCompleted = at
+				}
 			}
 		case ev.GetWorkflowExecutionCompletedEventAttributes() != nil, ev.GetWorkflowExecutionFailedEventAttributes() != nil:
 			m.closed = at
@@ -199,7 +223,7 @@ func traceHandoffs(ctx context.Context, c client.Client, run runplan.Run, runWor
 		return HandoffStages{}, firstErr
 	}
 	var s [7][]time.Duration
-	var ftWait, ftRun, actWait, pWait, pRun []time.Duration
+	var ftWait, ftRun, actWait, pWait, pRun, clWait, clRun, clAfter []time.Duration
 	// after is the first stamp in ts not before t.
 	after := func(ts []time.Time, t time.Time) time.Time {
 		i := sort.Search(len(ts), func(i int) bool { return !ts[i].Before(t) })
@@ -229,6 +253,11 @@ func traceHandoffs(ctx context.Context, c client.Client, run runplan.Run, runWor
 		ftWait = append(ftWait, tm.firstWFTStarted.Sub(tm.started))
 		ftRun = append(ftRun, tm.firstWFTCompleted.Sub(tm.firstWFTStarted))
 		actWait = append(actWait, tm.attemptStarted.Sub(tm.firstWFTCompleted))
+		if !tm.claimCompleted.IsZero() {
+			clWait = append(clWait, tm.claimStarted.Sub(tm.claimScheduled))
+			clRun = append(clRun, tm.claimCompleted.Sub(tm.claimStarted))
+			clAfter = append(clAfter, tm.attemptStarted.Sub(tm.claimCompleted))
+		}
 		ws := after(parent.wftStarted, parent.learned[did])
 		pWait = append(pWait, ws.Sub(parent.learned[did]))
 		pRun = append(pRun, after(parent.wftCompleted, ws).Sub(ws))
@@ -240,6 +269,7 @@ func traceHandoffs(ctx context.Context, c client.Client, run runplan.Run, runWor
 		PlanSpawn: bench.Summarize(s[6]), Samples: n,
 		FirstTaskWait: bench.Summarize(ftWait), FirstTaskRun: bench.Summarize(ftRun), ActivityWait: bench.Summarize(actWait),
 		ParentWait: bench.Summarize(pWait), ParentRun: bench.Summarize(pRun),
+		ClaimWait: bench.Summarize(clWait), ClaimRun: bench.Summarize(clRun), AfterClaim: bench.Summarize(clAfter),
 	}, nil
 }
 

@@ -36,7 +36,30 @@ func AccountWorkflow(ctx workflow.Context, in accountapi.Input) error {
 	if err := a.setup(); err != nil {
 		return err
 	}
+	// Histories recorded before the pause was kept in the memo replay
+	// without it.
+	a.memo = workflow.GetVersion(ctx, versionPauseMemo, workflow.DefaultVersion, 1) == 1
+	if err := a.publish(ctx); err != nil {
+		return err
+	}
 	return a.loop()
+}
+
+// versionPauseMemo names the change that keeps the pause in the memo
+// (accountapi.MemoPause).
+const versionPauseMemo = "pause-memo"
+
+// publish writes the pause to the memo, where joining workers read it.
+func (a *accountFlow) publish(ctx workflow.Context) error {
+	if !a.memo {
+		return nil
+	}
+	v := a.view()
+	v.Members = nil
+	if err := workflow.UpsertMemo(ctx, map[string]any{accountapi.MemoPause: v}); err != nil {
+		return fmt.Errorf("publish the pause of account %s: %w", a.st.Account, err)
+	}
+	return nil
 }
 
 // defaultAccountContinueAsNewAfter bounds an account's history: each
@@ -62,6 +85,8 @@ type accountFlow struct {
 	in      accountapi.Input
 	st      accountState
 	handled int
+	// memo: the pause is kept in the memo too (versionPauseMemo).
+	memo bool
 }
 
 func (a *accountFlow) setup() error {
@@ -146,6 +171,7 @@ func (a *accountFlow) limit(ctx workflow.Context, r accountapi.LimitRequest) {
 	if a.st.By == "" {
 		a.st.By = r.Member
 	}
+	a.mustPublish(ctx)
 	a.log.Warn("account paused", "by", a.st.By, "until", r.Until, "members", len(a.st.Members))
 	a.tell(ctx, r.Member, accountapi.Notice{Account: a.st.Account, Until: r.Until, ResetAt: r.ResetAt,
 		By: a.st.By, Phase: r.Phase, Source: r.Source, Text: r.Text})
@@ -154,12 +180,23 @@ func (a *accountFlow) limit(ctx workflow.Context, r accountapi.LimitRequest) {
 // resume ends the account's pause and tells every member.
 func (a *accountFlow) resume(ctx workflow.Context, r accountapi.ResumeRequest) {
 	a.st.PausedUntil = time.Time{}
+	a.mustPublish(ctx)
 	reason := r.Reason
 	if reason == "" {
 		reason = "the account was resumed"
 	}
 	a.log.Info("account resumed", "reason", reason)
 	a.tell(ctx, "", accountapi.Notice{Account: a.st.Account, Resume: true, Reason: reason})
+}
+
+// mustPublish is publish for an update handler, which has no error to
+// return but its answer: a memo the server refuses (too large) would be a
+// bug in the account's own state, so it is logged, and joiners read the
+// pause from the notice the account sends them.
+func (a *accountFlow) mustPublish(ctx workflow.Context) {
+	if err := a.publish(ctx); err != nil {
+		a.log.Error("account pause not published", "error", err)
+	}
 }
 
 // tell signals every member but skip; one whose workflow is gone leaves.

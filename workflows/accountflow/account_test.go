@@ -148,3 +148,39 @@ func TestAccountJoinBySignalSendsAPauseToTheNewMember(t *testing.T) {
 	require.Equal(t, accountapi.Notice{Account: "team", Until: until, By: "B", Phase: "test"}, cn)
 	require.True(t, c.notices["karvi-task-C"][1].Resume)
 }
+
+// The account keeps its pause in its memo, where a joining worker reads
+// it without a query: not paused from its start, paused with the limit's
+// details, and not paused again after a resume; never its members.
+func TestAccountPublishesItsPauseInTheMemo(t *testing.T) {
+	env, _ := newAccountEnv(t)
+	var mu sync.Mutex
+	var memos []accountapi.View
+	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		mu.Lock()
+		defer mu.Unlock()
+		memos = append(memos, args.Get(0).(map[string]any)[accountapi.MemoPause].(accountapi.View))
+	}).Return(nil)
+	until := env.Now().Add(time.Hour).UTC()
+	env.RegisterDelayedCallback(func() {
+		accountUpd(t, env, accountapi.UpdateJoin, accountapi.JoinRequest{Member: "karvi-task-A"}, nil)
+		accountUpd(t, env, accountapi.UpdateLimit, accountapi.LimitRequest{Member: "karvi-task-A", Task: "A", Until: until,
+			Phase: "test", Source: "transcript", Text: "limit reached"}, nil)
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		accountUpd(t, env, accountapi.UpdateResume, accountapi.ResumeRequest{Reason: "limit raised"}, nil)
+	}, time.Minute)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 2*time.Minute)
+	env.ExecuteWorkflow(accountapi.WorkflowName, accountapi.Input{Account: "acct"})
+
+	require.Len(t, memos, 3)
+	require.Equal(t, accountapi.View{Account: "acct"}, memos[0], "not paused from its start")
+	paused := memos[1]
+	require.True(t, paused.Paused)
+	require.True(t, paused.PausedUntil.Equal(until))
+	require.Equal(t, "A", paused.By)
+	require.Equal(t, "limit reached", paused.Text)
+	require.Nil(t, paused.Members, "the memo never carries the members")
+	require.False(t, memos[2].Paused)
+	require.True(t, memos[2].PausedUntil.IsZero(), "a resume clears the pause")
+}

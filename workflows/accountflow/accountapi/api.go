@@ -41,6 +41,12 @@ const (
 	SignalJoin = "join"
 	// QueryAccount answers a View.
 	QueryAccount = "account"
+	// MemoPause is the memo field where the account keeps its pause, a
+	// View without its members: what a joining worker reads with a
+	// describe, which the server answers alone. A query would wait for
+	// the account's worker, behind the workflow tasks of every other
+	// join, and thousands of tasks join one account.
+	MemoPause = "pause"
 
 	// SignalNotice is what the account sends a member task: a Notice.
 	SignalNotice = "account-pause"
@@ -96,7 +102,10 @@ func StartOptions(account, taskQueue string) client.StartWorkflowOptions {
 		TaskQueue:                taskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "Agent account " + account,
+		// A new account is not paused; said from its start, so a join
+		// that starts it reads that before its first workflow task.
+		Memo:          map[string]any{MemoPause: View{Account: account}},
+		StaticSummary: "Agent account " + account,
 		StaticDetails: fmt.Sprintf("Whether agent account **%s** is paused for a usage limit, and which tasks run on it. "+
 			"`starter account -account %s` shows it; `starter account resume -account %s` ends its pause.", account, account, account),
 	}
