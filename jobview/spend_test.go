@@ -37,3 +37,45 @@ func TestJobCostIsWhatTheConductorSpent(t *testing.T) {
 		t.Errorf("steps add up to %v, want 0.40: %+v", steps, m.StepMetrics)
 	}
 }
+
+// state.json may be ahead of the events read so far: read while the last
+// phase's events stop at its start, it already counts that phase's cost,
+// which the residual puts on the phase (its try runs). The phase's own
+// event then tells the same cost: the steps still add up to the total
+// once the spend is read again, not to the total plus that phase twice.
+func TestSpendReadAheadOfTheEventsIsNotCountedTwice(t *testing.T) {
+	tl := NewTally(Seed{PhaseIDs: []string{"build", "docs"}})
+	build, docs := 0.85, 0.18
+	var off int64
+	observe := func(ev mapping.Event) {
+		off += 100
+		ev.Pos = mapping.Position{Offset: off}
+		if !tl.Observe(ev) {
+			t.Fatalf("event %+v not folded in", ev)
+		}
+	}
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "build", Attempt: 1})
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "build", Attempt: 1, CostUSD: &build})
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1})
+	total := build + docs
+	state := State{PlanStatus: "completed", TotalCostUSD: &total,
+		Phases: []StatePhase{{ID: "build", Status: "passed", Attempts: 1}, {ID: "docs", Status: "passed", Attempts: 1}}}
+	tl.ObserveState(state)
+	tl.ObserveSpend(nil)
+	steps := func() float64 {
+		var sum float64
+		for _, s := range tl.Metrics("J", "").StepMetrics {
+			sum += s.CostUSD
+		}
+		return sum
+	}
+	if math.Abs(steps()-total) > 1e-9 {
+		t.Errorf("ahead of the events: steps add up to %v, want %v", steps(), total)
+	}
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "docs", Attempt: 1, CostUSD: &docs})
+	tl.ObserveState(state)
+	tl.ObserveSpend(nil)
+	if math.Abs(steps()-total) > 1e-9 {
+		t.Errorf("after the phase's event: steps add up to %v, want %v: %+v", steps(), total, tl.Metrics("J", "").StepMetrics)
+	}
+}

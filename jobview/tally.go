@@ -93,10 +93,15 @@ type PhaseTally struct {
 	Checks  []string `json:"checks,omitempty"`
 	OnlyCmd int      `json:"onlyCmd,omitempty"`
 	// TryCount counts every try; Tries keeps the latest maxTries.
-	TryCount   int            `json:"tryCount,omitempty"`
-	Tries      []Try          `json:"tries,omitempty"`
-	DurationMS int64          `json:"durationMs,omitempty"`
-	CostUSD    float64        `json:"costUsd,omitempty"`
+	TryCount   int     `json:"tryCount,omitempty"`
+	Tries      []Try   `json:"tries,omitempty"`
+	DurationMS int64   `json:"durationMs,omitempty"`
+	CostUSD    float64 `json:"costUsd,omitempty"`
+	// RestUSD is what the plan's total has beyond every phase's cost, put
+	// on this phase by the last ObserveSpend (see there); recomputed at
+	// each, never added to CostUSD, so an event that later tells a cost
+	// the total already held does not count it twice.
+	RestUSD    float64        `json:"restUsd,omitempty"`
 	Tokens     *mapping.Usage `json:"tokens,omitempty"`
 	Skipped    bool           `json:"skipped,omitempty"`
 	SkipReason string         `json:"skipReason,omitempty"`
@@ -625,6 +630,7 @@ func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 	culprit := -1
 	for i := range t.Phases {
 		p := &t.Phases[i]
+		p.RestUSD = 0
 		if c, ok := byPhase[p.ID]; ok && c > p.CostUSD {
 			p.CostUSD = c
 		}
@@ -637,6 +643,6 @@ func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 		return
 	}
 	if rest := roundMicros(*t.PlanCostUSD - sum); rest > 0 {
-		t.Phases[culprit].CostUSD += rest
+		t.Phases[culprit].RestUSD = rest
 	}
 }

@@ -423,6 +423,11 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 // claims only what the sink acknowledged.
 func (d *delivery) finish(ctx context.Context) error {
 	d.res.TailHeartbeat = d.a.Config.TailHeartbeatOrDefault()
+	if d.res.Outcome != nil && !d.res.Exited {
+		if err := d.awaitExit(ctx); err != nil {
+			return err
+		}
+	}
 	ends := d.res.Outcome != nil || d.res.Exited
 	if ends || d.req.SpendEachPhase || !d.metBoundary {
 		if err := d.applySpend(ctx); err != nil {
@@ -698,4 +703,54 @@ func (a *Activities) CatchUpBrief(ctx context.Context, req CatchUpRequest) (Catc
 		return CatchUpResult{}, nil
 	}
 	return CatchUpResult{Brief: &b}, nil
+}
+
+// exitAfterTerminal bounds how long a delivery that read the plan's
+// terminal event waits for the conductor to exit. The conductor writes
+// that event last and exits a moment later; the workflow ends right after
+// this delivery, so a conductor still running then would outlive its task.
+const exitAfterTerminal = 5 * time.Second
+
+// awaitExit waits for the conductor to exit after its terminal event, and
+// stops it (TERM, the stop grace, KILL) if it does not within
+// exitAfterTerminal; processes it left in its group are swept.
+func (d *delivery) awaitExit(ctx context.Context) error {
+	if d.req.Handle.PID <= 1 {
+		return nil // no process of ours (a delivery of a recorded log)
+	}
+	h := d.req.Handle.proc()
+	deadline := time.Now().Add(exitAfterTerminal)
+	for {
+		st, err := proc.Inspect(h)
+		if err != nil {
+			return fmt.Errorf("inspect conductor pid %d: %w", d.req.Handle.PID, err)
+		}
+		if !st.Alive {
+			if st.GroupAlive {
+				if swept := d.a.sweepLeftovers(ctx, d.req.Plan, d.req.Handle); swept != "" {
+					return d.note(ctx, "sweep", swept)
+				}
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	grace := d.a.Config.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	activities.Logger(ctx).Warn("the conductor still ran after its plan's terminal event; stopping it",
+		"plan", d.req.Plan.Summary.Name, "pgid", d.req.Handle.PGID, "waited", exitAfterTerminal.String())
+	if err := proc.Stop(ctx, h, grace); err != nil {
+		return fmt.Errorf("stop conductor group %d of %s after its terminal event: %w",
+			d.req.Handle.PGID, d.req.Plan.Summary.Name, err)
+	}
+	return nil
 }
