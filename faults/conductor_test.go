@@ -173,6 +173,20 @@ func TestConductorHang(t *testing.T) {
 	assertNoConductorGroups(t, r)
 }
 
+// A conductor that writes plan_completed and then does not exit: the
+// task completes as its events say, and its workflow ends only once the
+// conductor is gone (stopped after the delivery's wait for its exit), so
+// nothing of the attempt outlives the task.
+func TestConductorLingeringAfterItsPlanIsStopped(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, testrig.Options{})
+	r.Workspace("CC10")
+	res := r.Result(r.Start(testrig.Dispatch(t, "CC10", "Lingers. "+testrig.ExampleCosts+" [sim linger=1h]")))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	require.Equal(t, testrig.ExampleBriefFor(t, "CC10", res.PlanName), r.FileBrief("CC10"))
+	assertNoConductorGroups(t, r)
+}
+
 // A conductor killed from outside (SIGKILL to its whole group, supervisor
 // included, so not even its exit status is recorded).
 func TestConductorKilledFromOutside(t *testing.T) {

@@ -86,6 +86,8 @@
 //	stall=DURATION    the agent writes nothing (no transcript line, no event) for DURATION after
 //	                  its init line, then works as directed; the phase timeout still fires;
 //	                  a redispatched plan (REDISPATCH in the phase env) does not stall
+//	linger=DURATION   plan-wide: the conductor stays alive DURATION after its plan_completed
+//	                  before it exits (one slow to exit, as when it waits on its agents)
 //	delay=DURATION    simulated agent time per attempt (Go duration; default 50ms)
 //	cost=F|null       cost_usd the agent reports per finished attempt (default 0.10)
 //	error="msg"       failure text for fail/crash/checks=fail

@@ -227,6 +227,11 @@ func (r *runner) run() error {
 		}
 		r.log.record("plan_completed", evPlanCompleted{PhasesPassed: passed, TotalCostUSD: total})
 		r.notify("Plan %q completed: %d phases passed.", r.plan.Name, passed)
+		var linger time.Duration
+		for _, spec := range r.sc.phases {
+			linger = max(linger, spec.Linger)
+		}
+		time.Sleep(linger)
 	}
 	r.runnerStatus("")
 	return nil

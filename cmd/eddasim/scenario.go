@@ -63,6 +63,9 @@ type simSpec struct {
 	// directed. A redispatched plan's agents (REDISPATCH in the phase env)
 	// do not stall.
 	Stall time.Duration
+	// Linger: the conductor stays alive this long after its plan's
+	// plan_completed (the longest any phase's spec says).
+	Linger time.Duration
 }
 
 func (s simSpec) failsAt(attempt int) bool {
@@ -86,7 +89,7 @@ var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
 	"error": true, "checks": true, "events": true, "child": true, "orphan": true, "strict": true, "phase": true, "edit": true,
-	"limit": true, "resets": true, "stall": true,
+	"limit": true, "resets": true, "stall": true, "linger": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -375,6 +378,11 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 				s.Limit = v
 			default:
 				err = fmt.Errorf("limit=%q: want no value, fail, pass, codex or crash", v)
+			}
+		case "linger":
+			s.Linger, err = time.ParseDuration(v)
+			if err == nil && s.Linger <= 0 {
+				err = fmt.Errorf("linger=%q: want a positive duration", v)
 			}
 		case "stall":
 			s.Stall, err = time.ParseDuration(v)
