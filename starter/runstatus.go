@@ -43,9 +43,9 @@ var errNoRun = errors.New("no such run")
 // runQuerier is what `run status` asks of Temporal; behind it, tests need
 // no server.
 type runQuerier interface {
-	// query asks the run's workflow the named query and decodes the answer
-	// into out. A run with no workflow is errNoRun.
-	query(ctx context.Context, slug, name string, out any) error
+	// query asks the run's workflow the named query, with args, and
+	// decodes the answer into out. A run with no workflow is errNoRun.
+	query(ctx context.Context, slug, name string, out any, args ...any) error
 	// closed reports whether the run's workflow has closed, and how it
 	// closed (completed, terminated, ...).
 	closed(ctx context.Context, slug string) (bool, string, error)
@@ -55,8 +55,8 @@ type runQuerier interface {
 // queries: a worker replays it.
 type temporalRuns struct{ cl client.Client }
 
-func (r temporalRuns) query(ctx context.Context, slug, name string, out any) error {
-	v, err := r.cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", name)
+func (r temporalRuns) query(ctx context.Context, slug, name string, out any, args ...any) error {
+	v, err := r.cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", name, args...)
 	if err != nil {
 		return runError(slug, "query "+name, err)
 	}
@@ -181,27 +181,23 @@ func runStatus(ctx context.Context, runs runQuerier, slug string, stdout io.Writ
 // fetchRun asks for the view and draws it, or for the status.json document
 // and indents it.
 func fetchRun(ctx context.Context, runs runQuerier, slug string, o runStatusOptions) (runState, error) {
-	if o.JSON {
-		var doc json.RawMessage
-		if err := runs.query(ctx, slug, runapi.QueryStatus, &doc); err != nil {
-			return runState{}, err
-		}
-		var head struct {
-			Status runstatus.RunState `json:"status"`
-		}
-		if err := json.Unmarshal(doc, &head); err != nil {
-			return runState{}, fmt.Errorf("run %s: status document: %w", slug, err)
-		}
-		var b bytes.Buffer
-		if err := json.Indent(&b, doc, "", "  "); err != nil {
-			return runState{}, fmt.Errorf("run %s: status document: %w", slug, err)
-		}
-		b.WriteByte('\n')
-		return runState{text: b.Bytes(), key: doc, ended: runEnded(head.Status)}, nil
-	}
-	var v runapi.View
-	if err := runs.query(ctx, slug, runapi.QueryView, &v); err != nil {
+	// The view comes a page at a time: a large run's whole view, or its
+	// status.json document, does not fit in one answer.
+	v, err := runapi.FetchView(func(p runapi.ViewPage) (runapi.View, error) {
+		var v runapi.View
+		err := runs.query(ctx, slug, runapi.QueryView, &v, p)
+		return v, err
+	})
+	if err != nil {
 		return runState{}, err
+	}
+	if o.JSON {
+		doc, err := json.MarshalIndent(v.Status, "", "  ")
+		if err != nil {
+			return runState{}, fmt.Errorf("run %s: status document: %w", slug, err)
+		}
+		doc = append(doc, '\n')
+		return runState{text: doc, key: doc, ended: runEnded(v.Status.Status)}, nil
 	}
 	text := runview.Render(v, runview.Options{Now: o.Now(), Location: o.location(), Color: o.Terminal})
 	// When the view was made is not a change of the run.

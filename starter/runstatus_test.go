@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,12 +33,15 @@ type fakeRuns struct {
 	how        string
 	// missing: there is no such workflow.
 	missing bool
+	// paged: the view query answers a page as it is asked for one, as
+	// the run workflow does.
+	paged bool
 
 	queries   []string
 	describes int
 }
 
-func (f *fakeRuns) query(_ context.Context, slug, name string, out any) error {
+func (f *fakeRuns) query(_ context.Context, slug, name string, out any, args ...any) error {
 	n := len(f.queries)
 	f.queries = append(f.queries, name)
 	if f.missing {
@@ -50,6 +54,9 @@ func (f *fakeRuns) query(_ context.Context, slug, name string, out any) error {
 	var answer any = v
 	if name == runapi.QueryStatus {
 		answer = v.Status
+	}
+	if p, ok := pageOf(args); ok && f.paged && name == runapi.QueryView {
+		answer = pageOfView(v, p)
 	}
 	data, err := json.Marshal(answer)
 	if err != nil {
@@ -67,6 +74,26 @@ func (f *fakeRuns) closed(_ context.Context, slug string) (bool, string, error) 
 		return true, f.how, nil
 	}
 	return false, "", nil
+}
+
+func pageOf(args []any) (runapi.ViewPage, bool) {
+	if len(args) != 1 {
+		return runapi.ViewPage{}, false
+	}
+	p, ok := args[0].(runapi.ViewPage)
+	return p, ok && p.Max > 0
+}
+
+// pageOfView is the page of a whole view the run workflow answers.
+func pageOfView(v runapi.View, p runapi.ViewPage) runapi.View {
+	page := v
+	page.TaskCount, page.From = len(v.Tasks), p.From
+	page.Tasks = v.Tasks[p.From:min(p.From+p.Max, len(v.Tasks))]
+	page.Status.Tasks = map[string]*runstatus.Task{}
+	for _, t := range page.Tasks {
+		page.Status.Tasks[t.ID] = v.Status.Tasks[t.ID]
+	}
+	return page
 }
 
 var runT0 = time.Date(2026, 2, 28, 3, 0, 0, 0, time.UTC)
@@ -136,7 +163,7 @@ func TestRunStatusJSONIsTheDocument(t *testing.T) {
 	runs := &fakeRuns{views: []runapi.View{second}}
 	var out bytes.Buffer
 	require.NoError(t, runStatus(context.Background(), runs, "two", &out, testRunOptions(runStatusOptions{JSON: true})))
-	require.Equal(t, []string{runapi.QueryStatus}, runs.queries)
+	require.Equal(t, []string{runapi.QueryView}, runs.queries)
 
 	want, err := json.Marshal(second.Status)
 	require.NoError(t, err)
@@ -145,6 +172,54 @@ func TestRunStatusJSONIsTheDocument(t *testing.T) {
 	require.Equal(t, string(want), compact.String())
 	require.True(t, strings.HasPrefix(out.String(), "{\n  \"prd_slug\": \"two\",\n"), "indented:\n%s", out.String())
 	require.True(t, strings.HasSuffix(out.String(), "}\n"))
+}
+
+// A run too large for one answer is asked for a page at a time, and shows
+// (or prints, with -json) exactly what one answer of it would.
+func TestRunStatusOfALargeRunIsAskedForByPages(t *testing.T) {
+	const n = 2*runapi.ViewPageSize + 500
+	var tasks []string
+	for i := range n {
+		dep := ""
+		if i > 0 {
+			dep = fmt.Sprintf(`,"depends":["t%05d"]`, i-1)
+		}
+		tasks = append(tasks, fmt.Sprintf(`{"id":"t%05d","title":"Task %d"%s}`, i, i, dep))
+	}
+	r, err := runplan.Parse([]byte(`{"title":"Big","slug":"big","concurrency":3,"tasks":[` + strings.Join(tasks, ",") + `]}`))
+	require.NoError(t, err)
+	s := runstatus.New(r, runT0)
+	require.NoError(t, s.Start(runT0))
+	for i := range 1500 {
+		id := fmt.Sprintf("t%05d", i)
+		require.NoError(t, s.TaskStarted(id, "", runT0))
+		require.NoError(t, s.TaskEnded(id, runstatus.Done, 1, runT0.Add(time.Second)))
+	}
+	require.NoError(t, s.TaskStarted("t01500", "", runT0))
+	whole := runapi.View{Slug: r.Slug, Title: r.Title, Concurrency: r.Concurrency, Status: s.Clone(), UpdatedAt: runT0, Running: 1}
+	for _, task := range r.Tasks {
+		whole.Tasks = append(whole.Tasks, runapi.TaskView{ID: task.ID, Title: task.Title, Depends: task.Depends,
+			WorkflowID: runapi.TaskWorkflowID(task.ID), Attempt: 1})
+	}
+	oneAnswer := whole
+	oneAnswer.TaskCount = n
+
+	runs := &fakeRuns{views: []runapi.View{whole}, paged: true}
+	var out bytes.Buffer
+	require.NoError(t, runStatus(context.Background(), runs, "big", &out, testRunOptions(runStatusOptions{})))
+	require.Equal(t, drawn(oneAnswer, false), out.String())
+	require.Equal(t, []string{runapi.QueryView, runapi.QueryView, runapi.QueryView}, runs.queries)
+	require.Contains(t, out.String(), "1500/2500 done")
+
+	runs = &fakeRuns{views: []runapi.View{whole}, paged: true}
+	out.Reset()
+	require.NoError(t, runStatus(context.Background(), runs, "big", &out, testRunOptions(runStatusOptions{JSON: true})))
+	want, err := json.Marshal(whole.Status)
+	require.NoError(t, err)
+	var compact bytes.Buffer
+	require.NoError(t, json.Compact(&compact, out.Bytes()))
+	require.Equal(t, string(want), compact.String())
+	require.Len(t, runs.queries, 3)
 }
 
 func TestRunStatusNamesAMissingRun(t *testing.T) {

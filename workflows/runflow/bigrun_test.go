@@ -60,6 +60,27 @@ func TestHandoverOfAHugeRunStaysFarBelowTheBlobLimit(t *testing.T) {
 	t.Logf("run file %d bytes, handover %d bytes", len(data), len(payload))
 	require.Less(t, len(payload), 1<<20, "a 10,000-task run's continue-as-new input must stay far below Temporal's 2 MB blob limit")
 
+	small := &runFlow{st: runState{Doc: runstatus.New(run, at)}}
+	small.st.Doc.Tasks = map[string]*runstatus.Task{"big-t00000": st.Doc.Tasks["big-t00000"]}
+	require.Len(t, small.result().Tasks, 1, "a run's result is its whole document")
+	r.st.Doc.Summary = &runstatus.Summary{}
+	for i := range 3 {
+		// A run this large with longer entries, as real ones have.
+		for _, rt := range run.Tasks {
+			st.Doc.Tasks[rt.ID].Error = strings.Repeat("e", 60*i)
+		}
+		res := r.result()
+		data, err := json.Marshal(res)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(data), resultMaxBytes, "the result stays below the blob limit")
+		require.NotNil(t, res.Summary)
+		require.Equal(t, runstatus.RunActive, res.Status)
+		if i == 2 {
+			require.Nil(t, res.Tasks, "past the bound the task entries are left out")
+		}
+	}
+	require.Len(t, r.st.Doc.Tasks, 10000, "the run keeps its document whole")
+
 	got, err := resumeInput(next)
 	require.NoError(t, err)
 	require.Equal(t, run.Slug, got.run.Slug)

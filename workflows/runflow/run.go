@@ -153,9 +153,10 @@ func (r *runFlow) setup() error {
 	}, workflow.QueryHandlerOptions{Description: "the run's status.json document"}); err != nil {
 		return fmt.Errorf("register status query: %w", err)
 	}
-	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryView, func() (runapi.View, error) {
-		return r.view(), nil
-	}, workflow.QueryHandlerOptions{Description: "status.json with each task's attempt, cost and last error (starter run status)"}); err != nil {
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryView, func(page runapi.ViewPage) (runapi.View, error) {
+		return r.view(page), nil
+	}, workflow.QueryHandlerOptions{Description: "status.json with each task's attempt, cost and last error (starter run status); " +
+		`its optional argument {"from": n, "max": m} answers with m tasks from the n-th on`}); err != nil {
 		return fmt.Errorf("register view query: %w", err)
 	}
 	if err := workflow.SetQueryHandlerWithOptions(r.ctx, runapi.QueryCost, func() (runapi.Cost, error) {
@@ -476,7 +477,25 @@ func (r *runFlow) close() (runstatus.Status, error) {
 		return runstatus.Status{}, err
 	}
 	r.log.Info("run ended", "run", r.run.Slug, "status", r.st.Doc.Status)
-	return r.st.Doc, nil
+	return r.result(), nil
+}
+
+// resultMaxBytes bounds the document a run ends with. Temporal refuses a
+// result over its blob limit (2 MB by default), which the document of
+// some 12,000 tasks passes, and a workflow whose completion is refused
+// never ends.
+const resultMaxBytes = 3 << 19 // 1.5 MB
+
+// result is the document the run ends with: the whole of it, or, past
+// resultMaxBytes, all of it but its task entries (its summary counts
+// them), which status.json, the status query and the view hold.
+func (r *runFlow) result() runstatus.Status {
+	doc := r.st.Doc
+	if data, err := json.Marshal(doc); err == nil && len(data) <= resultMaxBytes {
+		return doc
+	}
+	doc.Tasks = nil
+	return doc
 }
 
 // versionInitialStatus names the change that writes status.json (and the
@@ -721,13 +740,29 @@ func (r *runFlow) reopen(req runapi.Reopen) error {
 	return nil
 }
 
-func (r *runFlow) view() runapi.View {
+func (r *runFlow) view(page runapi.ViewPage) runapi.View {
+	tasks := r.run.Tasks
+	from := min(max(page.From, 0), len(tasks))
+	if page.Max > 0 {
+		tasks = tasks[from:min(from+page.Max, len(tasks))]
+	} else {
+		from = 0
+	}
+	doc := r.st.Doc
+	if len(tasks) < len(r.run.Tasks) {
+		doc.Tasks = make(map[string]*runstatus.Task, len(tasks))
+		for _, rt := range tasks {
+			doc.Tasks[rt.ID] = r.st.Doc.Tasks[rt.ID]
+		}
+	}
 	v := runapi.View{
+		TaskCount:      len(r.run.Tasks),
+		From:           from,
 		Slug:           r.run.Slug,
 		Title:          r.run.Title,
 		Concurrency:    r.run.Concurrency,
 		Running:        r.running(),
-		Status:         r.st.Doc,
+		Status:         doc,
 		StatusFile:     r.statusFile,
 		AbortReason:    r.st.AbortReason,
 		Budget:         r.in.Budget,
@@ -740,7 +775,7 @@ func (r *runFlow) view() runapi.View {
 	}
 	ended, running := r.spent()
 	v.SpentUSD = ended + running
-	for _, rt := range r.run.Tasks {
+	for _, rt := range tasks {
 		t := r.st.Tasks[rt.ID]
 		v.Tasks = append(v.Tasks, runapi.TaskView{
 			ID: rt.ID, Title: rt.Title, Depends: rt.Depends,
@@ -748,6 +783,8 @@ func (r *runFlow) view() runapi.View {
 			CostUSD: t.CostUSD, LastError: t.LastError,
 		})
 	}
-	v.Overlaps = overlapsView(r.st.Touched)
+	if from == 0 {
+		v.Overlaps = overlapsView(r.st.Touched)
+	}
 	return v
 }

@@ -38,7 +38,8 @@ const (
 	// QueryStatus answers with the run's status.json document.
 	QueryStatus = "status"
 	// QueryView answers with a View: the document plus what a person
-	// watching the run wants beside it.
+	// watching the run wants beside it. Its optional argument is a
+	// ViewPage; FetchView asks page by page.
 	QueryView = "view"
 )
 
@@ -202,6 +203,54 @@ type View struct {
 	BudgetNote     string        `json:"budgetNote,omitempty"`
 	ContinuedAsNew int           `json:"continuedAsNew"`
 	UpdatedAt      time.Time     `json:"updatedAt,omitzero"`
+	// TaskCount is how many tasks the run has. The answer to a page holds,
+	// in Tasks and in Status.Tasks, only the page's tasks: from the From-th
+	// (from 0, in the run file's order) on.
+	TaskCount int `json:"taskCount,omitempty"`
+	From      int `json:"from,omitempty"`
+}
+
+// ViewPage asks the view query for part of a run's tasks. Without one (or
+// with Max 0) the answer holds every task; the server refuses an answer
+// over its blob limit (2 MB by default), which the view of a run passes at
+// about 4,000 tasks.
+type ViewPage struct {
+	From int `json:"from,omitempty"`
+	Max  int `json:"max,omitempty"`
+}
+
+// ViewPageSize is how many tasks FetchView asks for at once: an answer of
+// about half a megabyte.
+const ViewPageSize = 1000
+
+// FetchView asks for a run's whole view a page at a time (ask runs the
+// view query with its argument) and puts the pages together. The pages
+// are read one after another, so on a run that moves each task is as its
+// own page saw it; a worker whose view knows no pages answers everything
+// at the first ask.
+func FetchView(ask func(ViewPage) (View, error)) (View, error) {
+	v, err := ask(ViewPage{Max: ViewPageSize})
+	if err != nil {
+		return View{}, err
+	}
+	for len(v.Tasks) < v.TaskCount {
+		p, err := ask(ViewPage{From: len(v.Tasks), Max: ViewPageSize})
+		if err != nil {
+			return View{}, err
+		}
+		if len(p.Tasks) == 0 || p.From != len(v.Tasks) {
+			return View{}, fmt.Errorf("view of run %s: the page from task %d held %d tasks from %d, of %d",
+				v.Slug, len(v.Tasks), len(p.Tasks), p.From, v.TaskCount)
+		}
+		v.Tasks = append(v.Tasks, p.Tasks...)
+		if v.Status.Tasks == nil {
+			v.Status.Tasks = map[string]*runstatus.Task{}
+		}
+		for id, t := range p.Status.Tasks {
+			v.Status.Tasks[id] = t
+		}
+	}
+	return v, nil
 }
 
 // TaskView is one task as the view shows it.
