@@ -236,7 +236,7 @@ func (r *runFlow) running() int {
 func (r *runFlow) startReady() error {
 	free := r.run.Concurrency - r.running()
 	for _, id := range r.st.Doc.Ready() {
-		if free <= 0 {
+		if free <= 0 || r.holdsStarts() {
 			return nil
 		}
 		model := r.st.Doc.Tasks[id].Model
@@ -669,8 +669,7 @@ func sameTask(a, b runstatus.Task) bool {
 // child between start and started (its run id is what the next run waits
 // on), no merge pending, no update in flight, no end unapplied.
 func (r *runFlow) shouldContinueAsNew() bool {
-	limit := r.in.ContinueAsNewAfter
-	if !workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() && (limit <= 0 || r.started < limit) {
+	if !r.dueToHandOver() {
 		return false
 	}
 	for _, rt := range r.run.Tasks {
@@ -683,6 +682,27 @@ func (r *runFlow) shouldContinueAsNew() bool {
 	// (with many tasks some always are): they are done in the document,
 	// and the next run does not wait for their close.
 	return len(r.inbox) == 0 && workflow.AllHandlersFinished(r.ctx)
+}
+
+// dueToHandOver: Temporal suggests continue-as-new, or this run of the
+// workflow started the tasks it was told to hand over after.
+func (r *runFlow) dueToHandOver() bool {
+	limit := r.in.ContinueAsNewAfter
+	return workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() || (limit > 0 && r.started >= limit)
+}
+
+// versionHoldStartsForHandover names the change that makes a run due to
+// continue-as-new start no task until it has.
+const versionHoldStartsForHandover = "run-hold-starts-for-handover"
+
+// holdsStarts: a run due to continue-as-new starts no more tasks until it
+// has. A start holds the hand-over back until the server answers it, and
+// a large run starts tasks all the time: without the hold the moment never
+// came, and a 10,000-task run's history grew past 40 MB, toward the 50 MB
+// at which the server terminates a workflow.
+func (r *runFlow) holdsStarts() bool {
+	return r.dueToHandOver() &&
+		workflow.GetVersion(r.ctx, versionHoldStartsForHandover, workflow.DefaultVersion, 1) == 1
 }
 
 func (r *runFlow) continueAsNew() error {
