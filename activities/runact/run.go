@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,103 +76,6 @@ type RunStatusResult struct {
 	NeedBase bool `json:"needBase,omitempty"`
 }
 
-// statusDoc is a run's status.json as last written, split so that a patch
-// replaces task entries without decoding the rest: each entry (and each
-// top-level field) as the file holds it, keys sorted.
-type statusDoc struct {
-	writer string
-	seq    int
-	top    map[string]json.RawMessage
-	tasks  map[string]json.RawMessage
-}
-
-// canonical re-encodes a JSON value with its object keys sorted, as the
-// file has always been written.
-func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
-
-// splitStatus reads a whole document.
-func splitStatus(doc json.RawMessage) (*statusDoc, error) {
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(doc, &top); err != nil {
-		return nil, err
-	}
-	if top == nil {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	d := &statusDoc{top: map[string]json.RawMessage{}, tasks: map[string]json.RawMessage{}}
-	if err := d.setTop(top); err != nil {
-		return nil, err
-	}
-	if raw, ok := top["tasks"]; ok {
-		var tasks map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &tasks); err != nil {
-			return nil, fmt.Errorf("tasks: %w", err)
-		}
-		if tasks == nil {
-			d.tasks = nil
-		}
-		if err := d.setTasks(tasks); err != nil {
-			return nil, err
-		}
-	}
-	return d, nil
-}
-
-// setTop replaces every top-level field but the tasks.
-func (d *statusDoc) setTop(top map[string]json.RawMessage) error {
-	next := make(map[string]json.RawMessage, len(top))
-	for k, raw := range top {
-		if k == "tasks" {
-			continue
-		}
-		c, err := canonicalJSON(raw)
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
-		}
-		next[k] = c
-	}
-	d.top = next
-	return nil
-}
-
-func (d *statusDoc) setTasks(tasks map[string]json.RawMessage) error {
-	for id, raw := range tasks {
-		c, err := canonicalJSON(raw)
-		if err != nil {
-			return fmt.Errorf("task %s: %w", id, err)
-		}
-		if d.tasks == nil {
-			d.tasks = map[string]json.RawMessage{}
-		}
-		d.tasks[id] = c
-	}
-	return nil
-}
-
-// render is the file: indented, keys sorted, a newline at the end.
-func (d *statusDoc) render() ([]byte, error) {
-	tasks, err := json.Marshal(d.tasks)
-	if err != nil {
-		return nil, err
-	}
-	top := make(map[string]json.RawMessage, len(d.top)+1)
-	for k, v := range d.top {
-		top[k] = v
-	}
-	top["tasks"] = tasks
-	data, err := json.MarshalIndent(top, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
-}
-
 // RunStatusPath is where a run's status.json lives under the work root.
 func RunStatusPath(root, slug string) string {
 	return filepath.Join(root, "prds", slug, "status.json")
@@ -191,6 +93,7 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 	a.statusMu.Lock()
 	defer a.statusMu.Unlock()
 	var doc *statusDoc
+	written := false
 	if req.Patch {
 		base := a.status[req.Slug]
 		if base == nil || base.writer != req.Writer || (base.seq != req.Seq-1 && base.seq != req.Seq) {
@@ -201,17 +104,20 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
 		}
-		// Applied to a copy: a write that fails leaves the base as it was.
-		next := &statusDoc{writer: req.Writer, seq: req.Seq, tasks: maps.Clone(base.tasks)}
-		if err := next.setTop(top); err != nil {
+		p, err := preparePatch(top, req.Tasks)
+		if err != nil {
 			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
 		}
-		if err := next.setTasks(req.Tasks); err != nil {
-			return RunStatusResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("run %s: status document is not JSON: %v", req.Slug, err), ErrBadRunStatus, err)
-		}
-		doc = next
+		// Applied in place and undone should the write fail, so the base
+		// stays what the file holds; the document is not copied whole.
+		undo := base.apply(p, req.Writer, req.Seq)
+		defer func() {
+			if !written {
+				undo()
+			}
+		}()
+		doc = base
 	} else {
 		d, err := splitStatus(req.Document)
 		if err != nil {
@@ -258,6 +164,7 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 			return RunStatusResult{}, fmt.Errorf("run %s: %w", req.Slug, err)
 		}
 	}
+	written = true
 	if a.status == nil {
 		a.status = map[string]*statusDoc{}
 	}
