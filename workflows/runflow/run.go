@@ -568,18 +568,21 @@ func (r *runFlow) writeStatus() error {
 		req.Repo = r.st.Repo.Path
 	}
 	var res runact.RunStatusResult
+	var changed map[string]json.RawMessage
 	if r.shipped.tasks != nil {
-		top, changed, err := r.statusPatch()
+		top, c, err := r.statusPatch()
 		if err != nil {
 			return err
 		}
+		changed = c
 		req.Patch, req.Top, req.Tasks = true, top, changed
 		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
 			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
 		}
 		req.Patch, req.Top, req.Tasks = false, nil, nil
 	}
-	if r.shipped.tasks == nil || res.NeedBase {
+	sentWhole := r.shipped.tasks == nil || res.NeedBase
+	if sentWhole {
 		doc, err := json.Marshal(r.st.Doc)
 		if err != nil {
 			return fmt.Errorf("encode run status: %w", err)
@@ -590,9 +593,17 @@ func (r *runFlow) writeStatus() error {
 		}
 	}
 	r.shipped.seq = req.Seq
-	r.shipped.tasks = make(map[string]runstatus.Task, len(r.st.Doc.Tasks))
-	for _, rt := range r.run.Tasks {
-		r.shipped.tasks[rt.ID] = copyTask(r.st.Doc.Tasks[rt.ID])
+	if sentWhole {
+		r.shipped.tasks = make(map[string]runstatus.Task, len(r.st.Doc.Tasks))
+		for _, rt := range r.run.Tasks {
+			r.shipped.tasks[rt.ID] = copyTask(r.st.Doc.Tasks[rt.ID])
+		}
+	} else {
+		// Only what changed is copied: a run of 10,000 tasks would copy
+		// every entry at every write.
+		for id := range changed {
+			r.shipped.tasks[id] = copyTask(r.st.Doc.Tasks[id])
+		}
 	}
 	if len(res.Paths) > 0 {
 		r.statusFile = res.Paths[0]
