@@ -78,6 +78,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "fewer runs and tasks: a smoke test of the harness, not figures to quote")
 	only := flag.String("only", strings.Join(allScenarios, ","), "comma-separated scenarios to run")
 	tuned := flag.String("tuned-config", strings.Join(tunedConfig, ","), "dynamic config of the tuned dev server, comma-separated KEY=VALUE")
+	allTuned := flag.Bool("tuned-server", false, "run every scenario on the tuned dev server (-tuned-config), not the default one")
 	workerArgs := flag.String("worker-args", "", "extra flags for every worker, space-separated (to compare settings, e.g. -tail-linger 1ms)")
 	onCluster := flag.Bool("cluster", false, "run on the PostgreSQL-backed server of `make cluster` (-cluster-address) instead of dev servers")
 	clusterAddr := flag.String("cluster-address", "127.0.0.1:17233", "the cluster's frontend, with -cluster")
@@ -128,7 +129,7 @@ func run() error {
 		return err
 	}
 	e.results = &Results{Started: time.Now().UTC().Format(time.RFC3339), Quick: *quick, Machine: machineInfo(),
-		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs, Tuned: strings.Join(tunedConfig, " ")}
+		Command: strings.Join(os.Args, " "), WorkerArgs: *workerArgs, Tuned: strings.Join(tunedConfig, " "), TunedServer: *allTuned}
 	if e.cluster != nil {
 		e.results.Cluster = e.cluster.addr
 	}
@@ -183,7 +184,7 @@ func run() error {
 		if len(steps) == 0 {
 			continue
 		}
-		stop, err := e.startServer(ctx, g.tuned)
+		stop, err := e.startServer(ctx, g.tuned || *allTuned)
 		if err != nil {
 			return err
 		}

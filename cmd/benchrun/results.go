@@ -9,26 +9,28 @@ import (
 
 // Results is everything one benchrun measured; results.json holds it.
 type Results struct {
-	Started    string             `json:"started"`
-	Seconds    float64            `json:"seconds"`
-	LoadAtEnd  string             `json:"loadAvgAtEnd"`
-	Quick      bool               `json:"quick"`
-	Command    string             `json:"command"`
-	WorkerArgs string             `json:"workerArgs,omitempty"`
-	Tuned      string             `json:"tunedServerConfig"`
-	Machine    MachineInfo        `json:"machine"`
-	GoBench    []GoBenchResult    `json:"goBench"`
-	Canonical  []GoBenchResult    `json:"canonical"`
-	Latency    []LatencyResult    `json:"latency"`
-	Cost       []CostResult       `json:"cost"`
-	Throughput []ThroughputResult `json:"throughput"`
-	Tasks      []TasksResult      `json:"tasks"`
-	RSS        []RSSResult        `json:"rss"`
-	Capacity   []CapacityLevel    `json:"capacity"`
-	Runs       []RunBench         `json:"runs"`
-	Slots      []SlotBench        `json:"slots"`
-	Karvi      []KarviLimitResult `json:"karvi"`
-	Cluster    string             `json:"cluster,omitempty"` // -cluster: the PostgreSQL-backed server's frontend
+	Started    string  `json:"started"`
+	Seconds    float64 `json:"seconds"`
+	LoadAtEnd  string  `json:"loadAvgAtEnd"`
+	Quick      bool    `json:"quick"`
+	Command    string  `json:"command"`
+	WorkerArgs string  `json:"workerArgs,omitempty"`
+	Tuned      string  `json:"tunedServerConfig"`
+	// TunedServer: every scenario ran on the tuned dev server (-tuned-server).
+	TunedServer bool               `json:"tunedServer,omitempty"`
+	Machine     MachineInfo        `json:"machine"`
+	GoBench     []GoBenchResult    `json:"goBench"`
+	Canonical   []GoBenchResult    `json:"canonical"`
+	Latency     []LatencyResult    `json:"latency"`
+	Cost        []CostResult       `json:"cost"`
+	Throughput  []ThroughputResult `json:"throughput"`
+	Tasks       []TasksResult      `json:"tasks"`
+	RSS         []RSSResult        `json:"rss"`
+	Capacity    []CapacityLevel    `json:"capacity"`
+	Runs        []RunBench         `json:"runs"`
+	Slots       []SlotBench        `json:"slots"`
+	Karvi       []KarviLimitResult `json:"karvi"`
+	Cluster     string             `json:"cluster,omitempty"` // -cluster: the PostgreSQL-backed server's frontend
 }
 
 // GoBenchResult is one case of a one-core Go benchmark (a sub-benchmark of

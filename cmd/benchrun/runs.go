@@ -17,6 +17,7 @@ import (
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 )
@@ -50,6 +51,20 @@ type RunBench struct {
 	Load      string  `json:"load"`
 	Status    string  `json:"status"`
 	Error     string  `json:"error,omitempty"`
+	// StatusWrites are the run's status.json writes (the WriteRunStatus
+	// local activity, from the worker's metrics): how many, and their mean
+	// and total time on the worker; StatusKB is the file's final size.
+	StatusWrites  int     `json:"statusWrites"`
+	StatusWriteMS float64 `json:"statusWriteMs"`
+	StatusWriteS  float64 `json:"statusWriteSeconds"`
+	StatusKB      float64 `json:"statusKB"`
+	// ViewMS and ViewKB are the run view (starter run status) once the run
+	// ended, asked for in ViewPages pages: the pages' round trips and
+	// their answers' size together.
+	ViewMS    float64 `json:"viewMs"`
+	ViewKB    float64 `json:"viewKB"`
+	ViewPages int     `json:"viewPages"`
+	ViewError *string `json:"viewError,omitempty"`
 }
 
 // runPlan: one phase of 100 ms per task, so the figures are the
@@ -104,12 +119,18 @@ func (e *env) oneRun(ctx context.Context, prefix string, n, width, concurrency i
 		worker = "before"
 	}
 	o.fakeLimit = karvifake.RateLimitOff
-	o.args = append([]string{"-karvi-rate-limit", "off"}, o.args...)
+	port, err := devenv.FreePort()
+	if err != nil {
+		return err
+	}
+	metrics := fmt.Sprintf("127.0.0.1:%d", port)
+	o.args = append([]string{"-karvi-rate-limit", "off", "-metrics-addr", metrics}, o.args...)
 	r, err := e.newRigWith("runs-"+prefix+"-"+worker, o)
 	if err != nil {
 		return err
 	}
 	defer r.close()
+	r.metrics = metrics
 	time.Sleep(2 * time.Second) // the worker's pollers start
 	idle, _ := bench.RSS(r.worker.PID())
 	var tasks []string
@@ -142,7 +163,13 @@ func (e *env) oneRun(ctx context.Context, prefix string, n, width, concurrency i
 		return fmt.Errorf("start run: %w", err)
 	}
 	firstRun := wr.GetRunID()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	// BENCH_RUNS_TIMEOUT (a Go duration) bounds the wait for the run's
+	// end; a 10,000-task run on 2 cores needs more than the default.
+	wait := 30 * time.Minute
+	if d, err := time.ParseDuration(os.Getenv("BENCH_RUNS_TIMEOUT")); err == nil && d > 0 {
+		wait = d
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	var doc runstatus.Status
 	if err := wr.Get(wctx, &doc); err != nil {
@@ -155,6 +182,7 @@ func (e *env) oneRun(ctx context.Context, prefix string, n, width, concurrency i
 		res.PerTaskKB = (res.WorkerMB - mb(idle)) * 1024 / float64(run.Concurrency)
 	}
 	res.Status = string(doc.Status)
+	r.statusFigures(ctx, &res, wr.GetID())
 	if res.History, err = bench.History(ctx, e.cl, wr.GetID(), firstRun); err != nil {
 		return err
 	}
@@ -172,13 +200,56 @@ func (e *env) oneRun(ctx context.Context, prefix string, n, width, concurrency i
 	st := res.Stages
 	e.logf("run of %d tasks (%s worker): %s in %.0fs; hand-off p50/p99/max %.0f/%.0f/%.0f ms; stages p50 (p99) ms: "+
 		"sees end %.0f (%.0f), bookkeeping %.0f (%.0f), to parent %.0f (%.0f), parent task %.0f (%.0f), child start %.0f (%.0f), first task %.0f (%.0f), plan+spawn %.0f (%.0f); "+
-		"run history %d events, %d KB in %d runs; RSS worker %.0f MB, server %.0f MB; %s",
+		"run history %d events, %d KB in %d runs; RSS worker %.0f MB, server %.0f MB; "+
+		"status.json %d writes, mean %.1f ms, %.1f s in all, %.0f KB at the end; view %.0f ms, %.0f KB in %d pages; %s",
 		n, worker, res.Status, res.Seconds, res.Handoff.P50, res.Handoff.P99, res.Handoff.Max,
 		st.SeesEnd.P50, st.SeesEnd.P99, st.Bookkeeping.P50, st.Bookkeeping.P99, st.ToParent.P50, st.ToParent.P99,
 		st.ParentTask.P50, st.ParentTask.P99, st.ChildStart.P50, st.ChildStart.P99, st.FirstTask.P50, st.FirstTask.P99,
 		st.PlanSpawn.P50, st.PlanSpawn.P99,
-		res.History.Events, res.History.Bytes/1024, res.History.Runs, res.WorkerMB, res.ServerMB, res.Error)
+		res.History.Events, res.History.Bytes/1024, res.History.Runs, res.WorkerMB, res.ServerMB,
+		res.StatusWrites, res.StatusWriteMS, res.StatusWriteS, res.StatusKB, res.ViewMS, res.ViewKB, res.ViewPages, res.Error)
 	return nil
+}
+
+// statusFigures fills in what the run's status.json writes cost the
+// worker, the file's size, and what the run view query costs once the run
+// ended. A figure that cannot be had stays zero.
+func (r *rig) statusFigures(ctx context.Context, res *RunBench, workflowID string) {
+	if n, sum, ok := r.histogram("local_activity_execution_latency", `activity_type="WriteRunStatus"`); ok && n > 0 {
+		res.StatusWrites, res.StatusWriteS, res.StatusWriteMS = int(n), sum, sum/n*1000
+	}
+	var doc string
+	if entries, err := os.ReadDir(filepath.Join(r.workRoot, "prds")); err == nil && len(entries) == 1 {
+		doc = filepath.Join(r.workRoot, "prds", entries[0].Name(), "status.json")
+	}
+	if fi, err := os.Stat(doc); err == nil {
+		res.StatusKB = float64(fi.Size()) / 1024
+	}
+	qctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	started := time.Now()
+	bytes := 0
+	_, err := runapi.FetchView(func(p runapi.ViewPage) (runapi.View, error) {
+		res.ViewPages++
+		v, err := r.e.cl.QueryWorkflow(qctx, workflowID, "", runapi.QueryView, p)
+		if err != nil {
+			return runapi.View{}, err
+		}
+		var raw json.RawMessage
+		if err := v.Get(&raw); err != nil {
+			return runapi.View{}, err
+		}
+		bytes += len(raw)
+		var page runapi.View
+		return page, json.Unmarshal(raw, &page)
+	})
+	if err != nil {
+		e := firstLine(err.Error())
+		res.ViewError = &e
+		return
+	}
+	res.ViewMS = float64(time.Since(started).Microseconds()) / 1000
+	res.ViewKB = float64(bytes) / 1024
 }
 
 type span struct{ start, end time.Time }

@@ -151,6 +151,42 @@ func (r *rig) heartbeatCalls() (float64, bool) {
 	return total, found
 }
 
+// histogram reads a histogram of the worker's Prometheus endpoint: the
+// count and the sum (seconds) of the series whose name has the given
+// fragment and whose labels hold label, added up.
+func (r *rig) histogram(name, label string) (count, sum float64, ok bool) {
+	if r.metrics == "" {
+		return 0, 0, false
+	}
+	resp, err := http.Get("http://" + r.metrics + "/metrics")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		brace := strings.IndexByte(line, '{')
+		if brace < 0 || !strings.Contains(line[:brace], name) || !strings.Contains(line, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(line[:brace], "_count"):
+			count += v
+			ok = true
+		case strings.HasSuffix(line[:brace], "_sum"):
+			sum += v
+		}
+	}
+	return count, sum, ok
+}
+
 // boundaryWithin says whether a phase started or ended between from and to.
 func boundaryWithin(events []bench.EventStamp, from, to time.Time) bool {
 	for _, ev := range events {
