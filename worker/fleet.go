@@ -14,8 +14,11 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/workflows"
+	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -32,7 +35,7 @@ func hostOf(c config) (string, error) {
 }
 
 // workerOptions are the options of the shared queue's worker and of the
-// host's own.
+// host's own; the pools' worker takes poolOptions.
 //
 // WorkerStopTimeout is what a stopping worker gives the activities in
 // flight before it cancels them: a delivering tail hands its attempt back
@@ -80,6 +83,29 @@ const (
 	workflowPollersMax     = 32
 	activityTaskPollers    = 8
 )
+
+// poolOptions are the options of the worker of the slot pools' queue: a
+// pool's workflow tasks and its holder checks, no conductor, so neither the
+// host's capacity nor its admission gate applies.
+func poolOptions(host string) worker.Options {
+	return worker.Options{
+		WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{
+			InitialNumberOfPollers: workflowPollersMin,
+			MinimumNumberOfPollers: workflowPollersMin,
+			MaximumNumberOfPollers: workflowPollersMin * 2,
+		}),
+		MaxConcurrentActivityTaskPollers: 2,
+		Identity:                         fmt.Sprintf("%d@%s@", os.Getpid(), host),
+	}
+}
+
+// newPoolWorker is the worker of the slot pools' queue (slotapi.PoolQueue).
+func newPoolWorker(cl client.Client, shared, host string, acts *slotact.Activities) worker.Worker {
+	w := worker.New(cl, slotapi.PoolQueue(shared), poolOptions(host))
+	workflows.RegisterPools(w)
+	w.RegisterActivity(acts)
+	return w
+}
 
 // newHostWorker is the worker of the host's own queue: activities only, the
 // same ones (one Activities value serves both queues).

@@ -175,24 +175,30 @@ func run(c config) error {
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
-	w.RegisterActivity(&slotact.Activities{Temporal: cl})
+	slotActs := &slotact.Activities{Temporal: cl}
+	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
 	w.RegisterActivity(&intentact.Activities{Temporal: cl})
 	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
+	pw := newPoolWorker(cl, conn.TaskQueue, host, slotActs)
 	logger.Info("worker starting", "temporal", conn, "host", host,
 		"workRoot", layout.Root(), "events", eventsDir, "conductor", c.conductor, "sink", c.sinkKind, "account", cfg.Account)
 	if err := hw.Start(); err != nil {
 		return fmt.Errorf("start the worker of host %s: %w", host, err)
 	}
-	if err := w.Start(); err != nil {
+	if err := pw.Start(); err != nil {
 		hw.Stop()
+		return fmt.Errorf("start the worker of the slot pools: %w", err)
+	}
+	if err := w.Start(); err != nil {
+		stopAll(hw, pw)
 		return fmt.Errorf("start worker: %w", err)
 	}
 	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
 	if c.intakeKarvi {
 		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
-			stopAll(hw, w)
+			stopAll(hw, pw, w)
 			<-swept
 			return err
 		}
@@ -201,7 +207,7 @@ func run(c config) error {
 	// Stopping the workers leaves every conductor running: they are
 	// detached on purpose, and the next worker of this host re-attaches to
 	// them.
-	stopAll(hw, w)
+	stopAll(hw, pw, w)
 	<-swept
 	return nil
 }

@@ -30,3 +30,9 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(accountflow.AccountWorkflow, workflow.RegisterOptions{Name: accountapi.WorkflowName})
 	intakeflow.Register(r)
 }
+
+// RegisterPools adds the slot pool's workflow alone: the worker of the
+// pools' own queue (slotapi.PoolQueue) runs nothing else.
+func RegisterPools(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(slotflow.SlotPoolWorkflow, workflow.RegisterOptions{Name: slotapi.PoolWorkflowName})
+}

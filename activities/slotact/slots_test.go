@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -159,7 +160,7 @@ func TestAcquireSlotStartsThePoolOnDemandAndAsksOnce(t *testing.T) {
 
 	require.Equal(t, "karvi-slots-agents", f.start.ID)
 	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, f.start.WorkflowIDConflictPolicy)
-	require.NotEmpty(t, f.start.TaskQueue, "the pool runs on the acquiring worker's queue")
+	require.True(t, strings.HasSuffix(f.start.TaskQueue, "-slot-pools"), "the pool runs on the pools' queue beside the acquiring worker's, not %q", f.start.TaskQueue)
 	require.Equal(t, []any{slotapi.PoolInput{Pool: "agents"}}, f.startArgs)
 	require.Equal(t, "karvi-slots-agents", f.update.WorkflowID)
 	require.Equal(t, slotapi.UpdateAcquire, f.update.UpdateName)
@@ -290,7 +291,7 @@ func TestAcquiresArrivingTogetherShareOneUpdate(t *testing.T) {
 	}
 	require.Equal(t, 60, n)
 	require.Equal(t, "karvi-slots-agents", f.start.ID)
-	require.Equal(t, "q", f.start.TaskQueue, "the pool runs on the acquiring worker's queue")
+	require.Equal(t, "q-slot-pools", f.start.TaskQueue, "the pool runs on the pools' queue beside the acquiring worker's")
 	require.Equal(t, []any{slotapi.PoolInput{Pool: "agents"}}, f.startArgs)
 	if len(f.ids) == 2 {
 		require.NotEqual(t, f.ids[0], f.ids[1], "a batch's update id is its own")

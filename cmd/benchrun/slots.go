@@ -87,7 +87,8 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	}
 	defer r.close()
 	pool := "bench-slots-" + worker
-	if err := setPool(ctx, e.cl, r.queue, pool, limit); err != nil {
+	// An older worker runs pools on the shared queue itself.
+	if err := setPool(ctx, e.cl, r.queue, pool, limit, o.binDir != ""); err != nil {
 		return err
 	}
 	// The holders hang until aborted: the line forms behind them.
@@ -169,11 +170,16 @@ func waitPool(ctx context.Context, cl client.Client, pool string, cond func(slot
 	}
 }
 
-// setPool creates the pool with its limit, as `starter slots set` does.
-func setPool(ctx context.Context, cl client.Client, queue, pool string, limit int) error {
+// setPool creates the pool with its limit, as `starter slots set` does
+// (onShared: on the shared queue, as workers before slotapi.PoolQueue did).
+func setPool(ctx context.Context, cl client.Client, queue, pool string, limit int, onShared bool) error {
 	in := slotapi.PoolInput{Pool: pool, Limits: &slots.Limits{MaxConcurrent: limit}}
+	opts := slotapi.StartOptions(pool, queue)
+	if onShared {
+		opts.TaskQueue = queue
+	}
 	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, queue), slotapi.PoolWorkflowName, in),
+		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(opts, slotapi.PoolWorkflowName, in),
 		UpdateOptions: client.UpdateWorkflowOptions{WorkflowID: slotapi.WorkflowID(pool), UpdateName: slotapi.UpdateSet,
 			Args: []any{slotapi.SetRequest{MaxConcurrent: limit}}, WaitForStage: client.WorkflowUpdateStageCompleted},
 	})

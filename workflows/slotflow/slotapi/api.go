@@ -59,13 +59,23 @@ const (
 // WorkflowID is the one workflow id per pool.
 func WorkflowID(pool string) string { return "karvi-slots-" + pool }
 
+// PoolQueue is the task queue pools start on beside the workers' shared
+// queue, which every worker also polls. A pool answers each batch of
+// acquires in a workflow task of its own; on the shared queue that task
+// waited behind the workflow tasks of every task starting at the same
+// moment (the very tasks asking for slots), and with it every answer.
+// Pools started before it existed stay on the shared queue, which still
+// runs them.
+func PoolQueue(taskQueue string) string { return taskQueue + "-slot-pools" }
+
 // StartOptions start a pool's workflow on demand (update-with-start from
 // an acquire or a set): the running one is used when there is one; a pool
-// whose workflow was terminated starts afresh.
+// whose workflow was terminated starts afresh. taskQueue is the workers'
+// shared queue; the pool runs on its PoolQueue.
 func StartOptions(pool, taskQueue string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                       WorkflowID(pool),
-		TaskQueue:                taskQueue,
+		TaskQueue:                PoolQueue(taskQueue),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "Agent slot pool " + pool,
