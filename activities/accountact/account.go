@@ -45,6 +45,10 @@ func Leave(ctx context.Context, c Client, account, member string) error {
 // cannot send an update itself.
 type Activities struct {
 	Temporal Client
+
+	// pauses shares the reads of an account's pause among the joins of
+	// this worker (pauseRead).
+	pauses pauseReads
 }
 
 // ErrBadAccount: an account key or request the account refused. Retrying
@@ -113,6 +117,22 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 	return v, nil
 }
 
+// readMemo reads the account's pause from its memo: inMemo is false for an
+// account run from before the memo kept it.
+func (a *Activities) readMemo(ctx context.Context, account string) (v accountapi.View, inMemo bool, err error) {
+	desc, err := a.Temporal.DescribeWorkflow(ctx, accountapi.WorkflowID(account), "")
+	if err != nil {
+		return accountapi.View{}, false, fmt.Errorf("read account %s: %w", account, err)
+	}
+	if _, ok := desc.Memo.GetFields()[accountapi.MemoPause]; !ok {
+		return accountapi.View{}, false, nil
+	}
+	if err := desc.GetMemoValue(accountapi.MemoPause, &v); err != nil {
+		return accountapi.View{}, false, fmt.Errorf("read account %s's pause: %w", account, err)
+	}
+	return v, true, nil
+}
+
 // join makes member a member of account by signal (starting the account's
 // workflow if it does not run), then reads the account's pause from its
 // memo (accountapi.MemoPause) with a describe the server answers alone.
@@ -134,15 +154,13 @@ func (a *Activities) join(ctx context.Context, account string, r accountapi.Join
 	if err != nil {
 		return accountapi.View{}, fmt.Errorf("join account %s: %w", account, err)
 	}
-	desc, err := a.Temporal.DescribeWorkflow(ctx, accountapi.WorkflowID(account), "")
+	v, inMemo, err := a.pauses.read(ctx, account, func(ctx context.Context) (accountapi.View, bool, error) {
+		return a.readMemo(ctx, account)
+	})
 	if err != nil {
-		return accountapi.View{}, fmt.Errorf("read account %s: %w", account, err)
+		return accountapi.View{}, err
 	}
-	if _, ok := desc.Memo.GetFields()[accountapi.MemoPause]; ok {
-		var v accountapi.View
-		if err := desc.GetMemoValue(accountapi.MemoPause, &v); err != nil {
-			return accountapi.View{}, fmt.Errorf("read account %s's pause: %w", account, err)
-		}
+	if inMemo {
 		v.Paused = v.PausedUntil.After(time.Now())
 		return v, nil
 	}

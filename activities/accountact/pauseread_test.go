@@ -1,0 +1,106 @@
+package accountact
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
+)
+
+// Joins arriving together share one read of their account's pause, and
+// the joins of the next moment take it too; a failed read is not kept,
+// and another account is read on its own.
+func TestJoinsShareAFreshReadOfThePause(t *testing.T) {
+	var p pauseReads
+	var reads atomic.Int32
+	release := make(chan struct{})
+	until := time.Now().Add(time.Hour)
+	do := func(context.Context) (accountapi.View, bool, error) {
+		reads.Add(1)
+		<-release
+		return accountapi.View{Account: "a", PausedUntil: until}, true, nil
+	}
+	var wg sync.WaitGroup
+	got := make([]accountapi.View, 50)
+	for i := range got {
+		wg.Go(func() {
+			v, inMemo, err := p.read(context.Background(), "a", do)
+			assert.NoError(t, err)
+			assert.True(t, inMemo)
+			got[i] = v
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // every join waits on the one read
+	close(release)
+	wg.Wait()
+	require.EqualValues(t, 1, reads.Load(), "50 joins at once read the account once")
+	for _, v := range got {
+		require.True(t, v.PausedUntil.Equal(until))
+	}
+	_, _, err := p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, reads.Load(), "a join right after takes the fresh read")
+
+	_, _, err = p.read(context.Background(), "b", do)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, reads.Load(), "another account is read on its own")
+
+	boom := errors.New("deadline")
+	_, _, err = p.read(context.Background(), "c", func(context.Context) (accountapi.View, bool, error) {
+		return accountapi.View{}, false, boom
+	})
+	require.ErrorIs(t, err, boom)
+	_, _, err = p.read(context.Background(), "c", do)
+	require.NoError(t, err, "a failed read is not kept")
+	require.EqualValues(t, 3, reads.Load())
+}
+
+// A read older than pauseFresh is not taken: a pause that began since is
+// seen by the next join.
+func TestAStaleReadOfThePauseIsReadAgain(t *testing.T) {
+	var p pauseReads
+	n := 0
+	do := func(context.Context) (accountapi.View, bool, error) {
+		n++
+		return accountapi.View{Account: "a"}, true, nil
+	}
+	_, _, err := p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	p.accounts["a"].at = time.Now().Add(-pauseFresh)
+	_, _, err = p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+}
+
+// A join whose own deadline passes while it waits for another's read
+// gives up with its deadline.
+func TestAJoinWaitingForAReadKeepsItsDeadline(t *testing.T) {
+	var p pauseReads
+	release := make(chan struct{})
+	defer close(release)
+	go func() {
+		_, _, _ = p.read(context.Background(), "a", func(context.Context) (accountapi.View, bool, error) {
+			<-release
+			return accountapi.View{}, true, nil
+		})
+	}()
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.accounts["a"] != nil && p.accounts["a"].done != nil
+	}, time.Second, time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, _, err := p.read(ctx, "a", func(context.Context) (accountapi.View, bool, error) {
+		t.Error("read while another read is under way")
+		return accountapi.View{}, false, nil
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
