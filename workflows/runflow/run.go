@@ -568,13 +568,13 @@ func (r *runFlow) writeStatus() error {
 		req.Repo = r.st.Repo.Path
 	}
 	var res runact.RunStatusResult
-	var changed map[string]json.RawMessage
+	var changedIDs []string
 	if r.shipped.tasks != nil {
-		top, c, err := r.statusPatch()
+		top, changed, ids, err := r.statusPatch()
 		if err != nil {
 			return err
 		}
-		changed = c
+		changedIDs = ids
 		req.Patch, req.Top, req.Tasks = true, top, changed
 		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
 			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
@@ -601,7 +601,7 @@ func (r *runFlow) writeStatus() error {
 	} else {
 		// Only what changed is copied: a run of 10,000 tasks would copy
 		// every entry at every write.
-		for id := range changed {
+		for _, id := range changedIDs {
 			r.shipped.tasks[id] = copyTask(r.st.Doc.Tasks[id])
 		}
 	}
@@ -626,15 +626,17 @@ type shippedStatus struct {
 }
 
 // statusPatch is the document without its tasks, and the task entries
-// that changed since the last write, encoded.
-func (r *runFlow) statusPatch() (json.RawMessage, map[string]json.RawMessage, error) {
+// that changed since the last write, encoded, with their ids in run file
+// order.
+func (r *runFlow) statusPatch() (json.RawMessage, map[string]json.RawMessage, []string, error) {
 	head := r.st.Doc
 	head.Tasks = nil
 	top, err := json.Marshal(head)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode run status: %w", err)
+		return nil, nil, nil, fmt.Errorf("encode run status: %w", err)
 	}
 	changed := map[string]json.RawMessage{}
+	var ids []string
 	for _, rt := range r.run.Tasks {
 		t := r.st.Doc.Tasks[rt.ID]
 		if old, ok := r.shipped.tasks[rt.ID]; ok && t != nil && sameTask(old, *t) {
@@ -642,11 +644,12 @@ func (r *runFlow) statusPatch() (json.RawMessage, map[string]json.RawMessage, er
 		}
 		data, err := json.Marshal(t)
 		if err != nil {
-			return nil, nil, fmt.Errorf("encode run status of task %s: %w", rt.ID, err)
+			return nil, nil, nil, fmt.Errorf("encode run status of task %s: %w", rt.ID, err)
 		}
 		changed[rt.ID] = data
+		ids = append(ids, rt.ID)
 	}
-	return top, changed, nil
+	return top, changed, ids, nil
 }
 
 // copyTask is a copy of a task's entry that shares nothing with it.
