@@ -15,16 +15,20 @@ import (
 // thousand tasks started within a minute the account's workflow took a
 // describe of its own from every one of them, beside their join signals;
 // on a busy server 1,834 of 2,000 such reads outlasted the join's 10 s and
-// those tasks went on without their account. A read shared for a moment
-// is as safe as one of its own: the join signal still goes first, and an
-// account that paused after the read tells each member that joins from
-// then on that it is paused (accountapi.SignalJoin), as it does for a
-// pause that comes between a join's own read and its signal.
+// those tasks went on without their account.
+//
+// Only a read that finds the account not paused is shared, and that is as
+// safe as a read of the join's own: the join signal goes first, and an
+// account that paused after the read tells every member joining from then
+// on that it is paused (accountapi.SignalJoin), as it does for a pause
+// that comes between a join's own read and its signal. A read that finds
+// the account paused is not shared: nothing would tell the join of a
+// resume that came after it, and the task would wait out the old pause.
 const pauseFresh = time.Second
 
 // pauseReads shares the reads of accounts' pauses: a join takes the last
-// read of its account if it is fresh, waits for the one under way if any,
-// or reads itself.
+// read of its account while it is fresh and finds no pause, waits for the
+// read under way if any (and takes it on the same terms), or reads itself.
 type pauseReads struct {
 	mu       sync.Mutex
 	accounts map[string]*pauseRead
@@ -38,46 +42,70 @@ type pauseRead struct {
 	ok     bool
 }
 
-// read answers with a fresh read of account's pause; do reads it.
-func (p *pauseReads) read(ctx context.Context, account string, do func(context.Context) (accountapi.View, bool, error)) (accountapi.View, bool, error) {
-	for {
-		p.mu.Lock()
-		if p.accounts == nil {
-			p.accounts = map[string]*pauseRead{}
+type readPause func(context.Context) (accountapi.View, bool, error)
+
+// read answers with a read of account's pause that do made for this join
+// or for one a moment before it.
+func (p *pauseReads) read(ctx context.Context, account string, do readPause) (accountapi.View, bool, error) {
+	p.mu.Lock()
+	if p.accounts == nil {
+		p.accounts = map[string]*pauseRead{}
+	}
+	r := p.accounts[account]
+	if r == nil {
+		r = &pauseRead{}
+		p.accounts[account] = r
+	}
+	if v, inMemo, ok := r.shared(); ok {
+		p.mu.Unlock()
+		return v, inMemo, nil
+	}
+	if done := r.done; done != nil {
+		p.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return accountapi.View{}, false, ctx.Err()
 		}
-		r := p.accounts[account]
-		if r != nil && r.ok && time.Since(r.at) < pauseFresh {
-			v, inMemo := r.v, r.inMemo
-			p.mu.Unlock()
+		p.mu.Lock()
+		v, inMemo, ok := r.shared()
+		p.mu.Unlock()
+		if ok {
 			return v, inMemo, nil
 		}
-		if r != nil && r.done != nil {
-			done := r.done
-			p.mu.Unlock()
-			select {
-			case <-done:
-				continue // take its answer, or read once it failed
-			case <-ctx.Done():
-				return accountapi.View{}, false, ctx.Err()
-			}
-		}
-		if r == nil {
-			r = &pauseRead{}
-			p.accounts[account] = r
-		}
-		r.done = make(chan struct{})
-		done := r.done
-		p.mu.Unlock()
-
-		began := time.Now()
-		v, inMemo, err := do(ctx)
-		p.mu.Lock()
-		r.done = nil
-		if err == nil {
-			r.at, r.v, r.inMemo, r.ok = began, v, inMemo, true
-		}
-		p.mu.Unlock()
-		close(done)
-		return v, inMemo, err
+		return p.readAndKeep(ctx, r, do, nil)
 	}
+	done := make(chan struct{})
+	r.done = done
+	p.mu.Unlock()
+	return p.readAndKeep(ctx, r, do, done)
+}
+
+// shared is the last read when a join may take it: fresh, and finding the
+// account not paused. Called with the lock held.
+func (r *pauseRead) shared() (accountapi.View, bool, bool) {
+	now := time.Now()
+	if !r.ok || now.Sub(r.at) >= pauseFresh || r.v.PausedUntil.After(now) {
+		return accountapi.View{}, false, false
+	}
+	return r.v, r.inMemo, true
+}
+
+// readAndKeep reads and keeps the answer for the joins after it; done, if
+// this read is the one the others wait for, is closed once it is kept.
+func (p *pauseReads) readAndKeep(ctx context.Context, r *pauseRead, do readPause, done chan struct{}) (accountapi.View, bool, error) {
+	began := time.Now()
+	v, inMemo, err := do(ctx)
+	p.mu.Lock()
+	if err == nil && began.After(r.at) {
+		r.at, r.v, r.inMemo, r.ok = began, v, inMemo, true
+	}
+	if done != nil {
+		r.done = nil
+	}
+	p.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
+	return v, inMemo, err
 }

@@ -21,7 +21,7 @@ func TestJoinsShareAFreshReadOfThePause(t *testing.T) {
 	var p pauseReads
 	var reads atomic.Int32
 	release := make(chan struct{})
-	until := time.Now().Add(time.Hour)
+	until := time.Now().Add(-time.Minute) // a pause that is over
 	do := func(context.Context) (accountapi.View, bool, error) {
 		reads.Add(1)
 		<-release
@@ -103,4 +103,31 @@ func TestAJoinWaitingForAReadKeepsItsDeadline(t *testing.T) {
 		return accountapi.View{}, false, nil
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A read that finds the account paused is not shared: a resume right after
+// it would reach no join that took it, and its task would wait out the
+// pause. Each join then reads for itself.
+func TestAReadThatFindsAPauseIsNotShared(t *testing.T) {
+	var p pauseReads
+	n := 0
+	paused := true
+	do := func(context.Context) (accountapi.View, bool, error) {
+		n++
+		if paused {
+			return accountapi.View{Account: "a", PausedUntil: time.Now().Add(time.Hour)}, true, nil
+		}
+		return accountapi.View{Account: "a"}, true, nil
+	}
+	v, _, err := p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	require.True(t, v.PausedUntil.After(time.Now()))
+	paused = false // the account resumed
+	v, _, err = p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the paused answer was taken again")
+	require.True(t, v.PausedUntil.IsZero(), "the join saw the old pause")
+	_, _, err = p.read(context.Background(), "a", do)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "an answer without a pause is shared")
 }
