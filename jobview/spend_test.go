@@ -1,6 +1,7 @@
 package jobview
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -77,5 +78,77 @@ func TestSpendReadAheadOfTheEventsIsNotCountedTwice(t *testing.T) {
 	tl.ObserveSpend(nil)
 	if math.Abs(steps()-total) > 1e-9 {
 		t.Errorf("after the phase's event: steps add up to %v, want %v: %+v", steps(), total, tl.Metrics("J", "").StepMetrics)
+	}
+}
+
+// The transcripts are written when an agent call ends, before its checks
+// run and so before the phase's event: a checkpoint taken while a retried
+// phase's second try is checking reads both tries in the transcripts (the
+// failed one's cost is in no event) while the events have told neither
+// cost. The passing try's event then tells its own cost, which the
+// transcripts already held: the step costs the two tries, not three.
+func TestTranscriptsReadBeforeTheRetriedPhasePassesAreNotAddedTo(t *testing.T) {
+	tl := NewTally(Seed{PhaseIDs: []string{"implement", "test", "docs"}})
+	impl, test, docs := 0.85, 0.42, 0.18
+	var off int64
+	observe := func(ev mapping.Event) {
+		off += 100
+		ev.Pos = mapping.Position{Offset: off}
+		if !tl.Observe(ev) {
+			t.Fatalf("event %+v not folded in", ev)
+		}
+	}
+	// A checkpoint: the tally goes to the workflow and comes back.
+	checkpoint := func(total float64, phases []StatePhase, byPhase map[string]float64) {
+		tl.ObserveState(State{PlanStatus: "running", TotalCostUSD: &total, Phases: phases})
+		tl.ObserveSpend(byPhase)
+		data, err := json.Marshal(tl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl = &Tally{}
+		if err := json.Unmarshal(data, tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := func() (map[string]float64, float64) {
+		by, sum := map[string]float64{}, 0.0
+		for _, s := range tl.Metrics("J", "").StepMetrics {
+			by[s.StepID] = s.CostUSD
+			sum += s.CostUSD
+		}
+		return by, sum
+	}
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "implement", Attempt: 1})
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "implement", Attempt: 1, CostUSD: &impl})
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: 1})
+	observe(mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test", Attempt: 1, Error: "cmd `cargo test` exited 1"})
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "test", Attempt: 2})
+	// The second try's agent call ended and its checks run: state.json and
+	// the transcripts count both tries.
+	checkpoint(impl+2*test,
+		[]StatePhase{{ID: "implement", Status: "passed", Attempts: 1}, {ID: "test", Status: "checking", Attempts: 2}},
+		map[string]float64{"implement": impl, "test": 2 * test})
+	if by, _ := steps(); math.Abs(by["test"]-2*test) > 1e-9 {
+		t.Errorf("while the second try checks: test step costs %v, want %v", by["test"], 2*test)
+	}
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "test", Attempt: 2, CostUSD: &test})
+	observe(mapping.Event{Type: mapping.EventPhaseStart, PhaseID: "docs", Attempt: 1})
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "docs", Attempt: 1, CostUSD: &docs})
+	total := impl + 2*test + docs
+	observe(mapping.Event{Type: mapping.EventPlanCompleted, TotalCostUSD: &total})
+	checkpoint(total,
+		[]StatePhase{{ID: "implement", Status: "passed", Attempts: 1}, {ID: "test", Status: "passed", Attempts: 2},
+			{ID: "docs", Status: "passed", Attempts: 1}},
+		map[string]float64{"implement": impl, "test": 2 * test, "docs": docs})
+	by, sum := steps()
+	if math.Abs(by["test"]-2*test) > 1e-9 {
+		t.Errorf("test step costs %v, want two tries' %v: %+v", by["test"], 2*test, tl.Metrics("J", "").StepMetrics)
+	}
+	if math.Abs(sum-total) > 1e-9 {
+		t.Errorf("steps add up to %v, want the total %v", sum, total)
+	}
+	if c := tl.Metrics("J", "").Cost.TotalUSD; math.Abs(c-total) > 1e-9 {
+		t.Errorf("job costs %v, want %v", c, total)
 	}
 }

@@ -93,10 +93,17 @@ type PhaseTally struct {
 	Checks  []string `json:"checks,omitempty"`
 	OnlyCmd int      `json:"onlyCmd,omitempty"`
 	// TryCount counts every try; Tries keeps the latest maxTries.
-	TryCount   int     `json:"tryCount,omitempty"`
-	Tries      []Try   `json:"tries,omitempty"`
-	DurationMS int64   `json:"durationMs,omitempty"`
-	CostUSD    float64 `json:"costUsd,omitempty"`
+	TryCount   int   `json:"tryCount,omitempty"`
+	Tries      []Try `json:"tries,omitempty"`
+	DurationMS int64 `json:"durationMs,omitempty"`
+	// CostUSD is what the phase's events told, added up.
+	CostUSD float64 `json:"costUsd,omitempty"`
+	// SpentUSD is what the agents' transcripts say the phase spent over
+	// all its tries, as the last ObserveSpend read them. It is kept apart
+	// from CostUSD, and the phase costs the larger of the two: an agent's
+	// transcript is written before its checks run and so before the
+	// phase's event, which then tells a cost the transcripts already held.
+	SpentUSD float64 `json:"spentUsd,omitempty"`
 	// RestUSD is what the plan's total has beyond every phase's cost, put
 	// on this phase by the last ObserveSpend (see there); recomputed at
 	// each, never added to CostUSD, so an event that later tells a cost
@@ -620,21 +627,20 @@ func (t *Tally) raisePlanCost(total float64) {
 	}
 }
 
-// ObserveSpend raises each phase's cost to what the agents' transcripts
-// say it spent over all its tries (phase events report only a passing
-// try's), and puts what the plan's total has beyond the phases on the
-// last phase whose last try failed or runs: the steps then add up to the
-// job's cost.
+// ObserveSpend notes what the agents' transcripts say each phase spent
+// over all its tries (phase events report only a passing try's), and puts
+// what the plan's total has beyond the phases on the last phase whose
+// last try failed or runs: the steps then add up to the job's cost.
 func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 	var sum float64
 	culprit := -1
 	for i := range t.Phases {
 		p := &t.Phases[i]
 		p.RestUSD = 0
-		if c, ok := byPhase[p.ID]; ok && c > p.CostUSD {
-			p.CostUSD = c
+		if c, ok := byPhase[p.ID]; ok && c > p.SpentUSD {
+			p.SpentUSD = c
 		}
-		sum += p.CostUSD
+		sum += p.cost()
 		if last := p.last(); last != nil && last.Status != TryPassed {
 			culprit = i
 		}
@@ -645,4 +651,12 @@ func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 	if rest := roundMicros(*t.PlanCostUSD - sum); rest > 0 {
 		t.Phases[culprit].RestUSD = rest
 	}
+}
+
+// cost is the phase's cost without the plan's rest: what its events told,
+// or what its transcripts say when they say more (they count failed
+// tries, and a try whose event is still to come). Never the two added, as
+// they may tell the same try.
+func (p *PhaseTally) cost() float64 {
+	return max(p.CostUSD, p.SpentUSD)
 }

@@ -142,7 +142,7 @@ func (t *Tally) Metrics(jobID, model string) Metrics {
 			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
 	}
 	for _, p := range t.Phases {
-		s := StepMetrics{StepID: p.ID, Duration: msDuration(p.DurationMS), CostUSD: roundMicros(p.CostUSD + p.RestUSD), Tries: p.TryCount}
+		s := StepMetrics{StepID: p.ID, Duration: msDuration(p.DurationMS), CostUSD: roundMicros(p.cost() + p.RestUSD), Tries: p.TryCount}
 		if p.Tokens != nil {
 			s.Tokens = &TokenUsage{Model: name(p.Tokens.Model), InputTokens: p.Tokens.InputTokens, OutputTokens: p.Tokens.OutputTokens}
 		}
