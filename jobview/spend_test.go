@@ -152,3 +152,34 @@ func TestTranscriptsReadBeforeTheRetriedPhasePassesAreNotAddedTo(t *testing.T) {
 		t.Errorf("job costs %v, want %v", c, total)
 	}
 }
+
+// A conductor that keeps no transcripts: a retried phase's failed try is
+// only in the plan's total. Once every phase passed, that part still
+// belongs to the phase that failed, so the steps add up to the job's cost.
+func TestAFailedTrysCostStaysOnItsPhaseOnceThePlanPassed(t *testing.T) {
+	tl := NewTally(Seed{PhaseIDs: []string{"implement", "test", "docs"}})
+	impl, test, docs := 0.85, 0.42, 0.18
+	var off int64
+	observe := func(ev mapping.Event) {
+		off += 100
+		ev.Pos = mapping.Position{Offset: off}
+		tl.Observe(ev)
+	}
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "implement", Attempt: 1, CostUSD: &impl})
+	observe(mapping.Event{Type: mapping.EventPhaseFailed, PhaseID: "test", Attempt: 1, Error: "exit 1"})
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "test", Attempt: 2, CostUSD: &test})
+	observe(mapping.Event{Type: mapping.EventPhasePassed, PhaseID: "docs", Attempt: 1, CostUSD: &docs})
+	total := impl + 2*test + docs
+	observe(mapping.Event{Type: mapping.EventPlanCompleted, TotalCostUSD: &total})
+	tl.ObserveSpend(nil)
+	var sum float64
+	for _, s := range tl.Metrics("J", "").StepMetrics {
+		sum += s.CostUSD
+		if s.StepID == "test" && math.Abs(s.CostUSD-2*test) > 1e-9 {
+			t.Errorf("test step costs %v, want two tries' %v", s.CostUSD, 2*test)
+		}
+	}
+	if math.Abs(sum-total) > 1e-9 {
+		t.Errorf("steps add up to %v, want the total %v", sum, total)
+	}
+}

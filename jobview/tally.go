@@ -630,10 +630,12 @@ func (t *Tally) raisePlanCost(total float64) {
 // ObserveSpend notes what the agents' transcripts say each phase spent
 // over all its tries (phase events report only a passing try's), and puts
 // what the plan's total has beyond the phases on the last phase whose
-// last try failed or runs: the steps then add up to the job's cost.
+// last try failed or runs, else on the last one that was retried (a
+// failed try's cost is in no event): the steps then add up to the job's
+// cost.
 func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 	var sum float64
-	culprit := -1
+	culprit, retried := -1, -1
 	for i := range t.Phases {
 		p := &t.Phases[i]
 		p.RestUSD = 0
@@ -644,6 +646,12 @@ func (t *Tally) ObserveSpend(byPhase map[string]float64) {
 		if last := p.last(); last != nil && last.Status != TryPassed {
 			culprit = i
 		}
+		if p.TryCount > 1 {
+			retried = i
+		}
+	}
+	if culprit < 0 {
+		culprit = retried
 	}
 	if t.PlanCostUSD == nil || culprit < 0 {
 		return
