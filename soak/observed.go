@@ -241,8 +241,12 @@ type Pause struct {
 	Until   time.Time `json:"until,omitzero"`
 	ResetAt time.Time `json:"resetAt,omitzero"`
 	Count   int       `json:"count,omitempty"`
-	Account string    `json:"account,omitempty"`
-	Budget  string    `json:"budget,omitempty"`
+	// Account is the agent account for an account's pause, By the task
+	// that met the limit ("" for this one).
+	Account string `json:"account,omitempty"`
+	By      string `json:"by,omitempty"`
+	// Budget is the exceeded message of a budget pause.
+	Budget string `json:"budget,omitempty"`
 }
 
 // Pause reasons.
