@@ -251,6 +251,9 @@ func describe(s TaskSample) string {
 		if !s.Pause.ResetAt.IsZero() {
 			d += ", reset " + ts(s.Pause.ResetAt)
 		}
+		if s.Pause.Account != "" {
+			d += ", account " + s.Pause.Account
+		}
 	}
 	return d
 }
