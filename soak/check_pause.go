@@ -122,7 +122,8 @@ func CheckUsageLimitPauses(o *Observed, c Config) []Violation {
 		if !by.Before(reset.Add(-c.Slack)) {
 			continue
 		}
-		if r := journalHas(o, e.task, taskRun(o, e.task), e.pause.Since.Add(-c.Slack), by.Add(c.Slack), RecResume); r != nil {
+		from, to := e.pause.Since.Add(-c.Slack), by.Add(c.Slack)
+		if journalHas(o, e.task, taskRun(o, e.task), from, to, RecResume) != nil || accountResumed(o, e, from, to) {
 			continue
 		}
 		out = append(out, violation(InvUsageLimitPauseUntilReset, e.task, by,
@@ -162,4 +163,26 @@ func CheckBudgetPauses(o *Observed, c Config) []Violation {
 			e.describe(), ts(e.resumedBy()), ts(e.end.At), describe(e.end.S)))
 	}
 	return out
+}
+
+// accountResumed reports whether a person resumed the account the task's
+// pause is on (a journal resume naming the account, not a task) within
+// [from, to]: that ends every member's usage-limit pause. It never ends a
+// budget pause.
+func accountResumed(o *Observed, e pauseEpisode, from, to time.Time) bool {
+	accounts := map[string]bool{}
+	if e.pause.Account != "" {
+		accounts[e.pause.Account] = true
+	}
+	for _, r := range o.Journal {
+		if r.Kind == RecTaskStart && r.Task == e.task && r.Detail("account") != "" {
+			accounts[r.Detail("account")] = true
+		}
+	}
+	for _, r := range o.Journal {
+		if r.Kind == RecResume && r.Task == "" && accounts[r.Detail("account")] && !r.At.Before(from) && !r.At.After(to) {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,20 @@ func TestCheckUsageLimitPauses(t *testing.T) {
 			Samples: []Sample{r(5), p(11), p(40), r(41)},
 			Journal: []Record{{At: at(40.5), Kind: RecResume, Task: "a"}},
 		}},
+		{name: "a person resumed its account early", o: Observed{
+			Samples: []Sample{p(11), p(40), r(41)},
+			Journal: []Record{
+				{At: at(1), Kind: RecTaskStart, Task: "a", Details: map[string]string{"account": "acct-1"}},
+				{At: at(40.5), Kind: RecResume, Details: map[string]string{"account": "acct-1"}},
+			},
+		}},
+		{name: "a person resumed another account", o: Observed{
+			Samples: []Sample{p(11), p(40), r(41)},
+			Journal: []Record{
+				{At: at(1), Kind: RecTaskStart, Task: "a", Details: map[string]string{"account": "acct-1"}},
+				{At: at(40.5), Kind: RecResume, Details: map[string]string{"account": "acct-2"}},
+			},
+		}, want: []want{{InvUsageLimitPauseUntilReset, "a", []string{"no person resumed it"}}}},
 		{name: "aborted while paused", o: Observed{Samples: []Sample{p(11), sample(20, nil, closed("a", 1, planA1))}}},
 		{name: "redispatched while paused", o: Observed{Samples: []Sample{p(11), sample(20, nil, running("a", 2, planA2, "implement"))}}},
 		{name: "no reset was read", o: Observed{Samples: []Sample{
@@ -76,6 +90,10 @@ func TestCheckBudgetPauses(t *testing.T) {
 		},
 		{name: "an account's resume notice ends it", o: Observed{
 			Samples: []Sample{p(11), p(20), r(22)},
+			Journal: []Record{
+				{At: at(1), Kind: RecTaskStart, Task: "a", Details: map[string]string{"account": "acct-1"}},
+				{At: at(21), Kind: RecResume, Details: map[string]string{"account": "acct-1"}},
+			},
 		}, want: []want{{InvBudgetPauseUntilRaised, "a", []string{"over by 14:00:22.000", "running at attempt 1"}}}},
 		{name: "the budget pause gets an end of its own", o: Observed{Samples: []Sample{
 			p(11), sample(12, nil, paused("a", 1, planA1, Pause{Reason: PauseBudget, Since: at(10), Until: at(70)})),

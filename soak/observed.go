@@ -208,6 +208,8 @@ type Sample struct {
 // LiveConductor is a conductor run whose process group had a running
 // member.
 type LiveConductor struct {
+	// Host is the worker host whose work root holds the run.
+	Host string `json:"host,omitempty"`
 	Task string `json:"task"`
 	// Dir is the run directory's name (plan, or plan-resume-N).
 	Dir  string `json:"dir"`
@@ -287,6 +289,7 @@ type Process struct {
 	PGID int `json:"pgid,omitempty"`
 	// What says what it is: conductor, agent, worker, temporal, karvi.
 	What string `json:"what"`
+	Host string `json:"host,omitempty"`
 	Task string `json:"task,omitempty"`
 	Dir  string `json:"dir,omitempty"`
 	Cmd  string `json:"cmd,omitempty"`
