@@ -9,11 +9,14 @@ import (
 )
 
 // wants reports whether the workflow, as the point shows it, wants the
-// conductor of run directory dir running: the chain is open, the run
-// belongs to its current attempt, and the attempt is under way (not
-// paused, not done).
-func wants(p point, dir string) bool {
+// conductor of run directory dir on host running: the chain is open, the
+// run belongs to its current attempt, on the attempt's host when both are
+// known, and the attempt is under way (not paused, not done).
+func wants(p point, dir, host string) bool {
 	if !p.S.Open || p.S.PlanName == "" || AttemptPlan(dir) != p.S.PlanName {
+		return false
+	}
+	if host != "" && p.S.Host != "" && host != p.S.Host {
 		return false
 	}
 	switch p.S.Stage {
@@ -52,7 +55,7 @@ func CheckConductorKeptWhileWanted(o *Observed, c Config) []Violation {
 	for _, f := range o.FenceStops {
 		tl := tls[f.Task]
 		before, after := around(tl, f.At)
-		if !fresh(before, f.At, c) || !wants(*before, f.Plan) {
+		if !fresh(before, f.At, c) || !wants(*before, f.Plan, f.Host) {
 			continue
 		}
 		plan := AttemptPlan(f.Plan)
@@ -191,7 +194,7 @@ func CheckNoProcessOutlivesAttempt(o *Observed, c Config) []Violation {
 			if !fresh(before, s.At, c) {
 				continue // nothing to judge by; keep what was seen
 			}
-			if wants(*before, lc.Dir) {
+			if wants(*before, lc.Dir, lc.Host) {
 				delete(since, k)
 				continue
 			}
@@ -239,6 +242,9 @@ func describe(s TaskSample) string {
 		return "closed"
 	}
 	d := fmt.Sprintf("%s at attempt %d (plan %s", s.Stage, s.Attempt, s.PlanName)
+	if s.Host != "" {
+		d += ", host " + s.Host
+	}
 	if s.Phase != "" {
 		d += ", phase " + s.Phase
 	}

@@ -74,6 +74,29 @@ func TestCheckConductorKeptWhileWanted(t *testing.T) {
 				"runs/a/" + planA1 + "-resume-1", "host h1", "running at attempt 1", "phase test", "14:00:10.000", "closed"}}},
 		},
 		{
+			name: "the fence on another host stops a copy of the current attempt",
+			o: Observed{
+				Samples: []Sample{sample(10, nil, func() TaskSample {
+					s := running("a", 2, planA2, "docs")
+					s.Host = "h2"
+					return s
+				}())},
+				FenceStops: []FenceStop{{At: at(10.1), Host: "h1", Task: "a", Plan: planA2}},
+			},
+		},
+		{
+			name: "the fence stops the current attempt's conductor on its own host",
+			o: Observed{
+				Samples: []Sample{sample(10, nil, func() TaskSample {
+					s := running("a", 2, planA2, "docs")
+					s.Host = "h1"
+					return s
+				}())},
+				FenceStops: []FenceStop{{At: at(10.1), Host: "h1", Task: "a", Plan: planA2}},
+			},
+			want: []want{{InvConductorKeptWhileWanted, "a", []string{"host h1"}}},
+		},
+		{
 			name: "the fence stops the current attempt's conductor",
 			o: Observed{
 				Samples:    []Sample{sample(10, nil, running("a", 2, planA2, "docs"))},

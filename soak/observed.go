@@ -224,6 +224,9 @@ type TaskSample struct {
 	Stage    string `json:"stage,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
 	PlanName string `json:"planName,omitempty"`
+	// Host is the worker host running the attempt's conductor ("" when
+	// not known).
+	Host string `json:"host,omitempty"`
 	// Pause is the pause the status query showed, nil when none.
 	Pause *Pause `json:"pause,omitempty"`
 	// CostUSD and Budget are the cost query's, for tasks with a budget

@@ -67,7 +67,7 @@ func (w temporalWorkflows) Status(ctx context.Context, task string) (soak.TaskSa
 // sampleOf turns a status query's answer into a sample.
 func sampleOf(task string, st taskapi.Status) soak.TaskSample {
 	s := soak.TaskSample{Task: task, Open: st.Stage != taskapi.StageDone, Stage: string(st.Stage),
-		Attempt: st.Attempt, PlanName: st.PlanName, Phase: st.CurrentPhase, CostUSD: st.CostUSD}
+		Attempt: st.Attempt, PlanName: st.PlanName, Host: st.Host, Phase: st.CurrentPhase, CostUSD: st.CostUSD}
 	if p := st.Pause; p != nil {
 		s.Pause = &soak.Pause{Reason: p.Reason, Since: p.Since, Until: p.Until, ResetAt: p.ResetAt,
 			Count: p.Count, Account: p.Account, By: p.By, Budget: p.Budget}
