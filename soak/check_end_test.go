@@ -44,6 +44,21 @@ func TestCheckEndsOnceAndAgrees(t *testing.T) {
 			}),
 			Journal: []Record{{At: at(3), Kind: RecCancel, Task: "a"}},
 		}},
+		{name: "cancelled on the board before the intake took it", o: Observed{
+			Tasks:   []TaskObs{{ID: "a", Board: &BoardTask{Status: "cancelled"}}},
+			Journal: []Record{{At: at(3), Kind: RecCancel, Task: "a"}},
+		}},
+		{name: "the last status write was refused", o: Observed{
+			Tasks: mod(func(t *TaskObs) {
+				t.Workflow.Outcome, t.Workflow.TaskStatus = "blocked", "in_progress"
+				t.Board.Status = "cancelled"
+				t.Brief.Phases["implement"] = "failed"
+			}),
+			Journal: []Record{{At: at(3), Kind: RecCancel, Task: "a"}},
+		}},
+		{name: "the workflow's last status write disagrees with its outcome", o: Observed{Tasks: mod(func(t *TaskObs) {
+			t.Workflow.TaskStatus = "blocked"
+		})}, want: []want{{InvEndsOnceAndAgrees, "a", []string{"task status blocked, its outcome completed"}}}},
 		{name: "never ended", o: Observed{Tasks: mod(func(t *TaskObs) {
 			t.Workflow.Closed, t.Workflow.Stage = false, "paused"
 		})}, want: []want{{InvEndsOnceAndAgrees, "a", []string{"never ended", "paused at attempt 1", planA1}}}},
