@@ -82,8 +82,10 @@ func CheckConductorKeptWhileWanted(o *Observed, c Config) []Violation {
 
 // CheckStoppedTaskEnds: a task that ended blocked because its conductor
 // was stopped or died (its last error says so: Config.StopErrors) needs a
-// cause in the journal: a fault the mix injected into it, an abort, a
-// cancel, a redispatch or a send-back of it or of its run.
+// cause in the journal: a crash or a stall the mix injected into it, an
+// abort, a cancel, a redispatch or a send-back of it or of its run. A
+// usage limit is no such cause: its pause stops the conductor to resume
+// it, and a task that ends there was stopped by mistake.
 func CheckStoppedTaskEnds(o *Observed, c Config) []Violation {
 	c = c.withDefaults()
 	var out []Violation
@@ -104,7 +106,7 @@ func CheckStoppedTaskEnds(o *Observed, c Config) []Violation {
 			continue
 		}
 		if journalHas(o, t.ID, taskRun(o, t.ID), farPast, farFuture,
-			RecFault, RecAbort, RecCancel, RecRedispatch, RecSendBack) != nil {
+			RecAbort, RecCancel, RecRedispatch, RecSendBack) != nil || stoppingFault(o, t.ID) {
 			continue
 		}
 		out = append(out, violation(InvConductorKeptWhileWanted, t.ID, time.Time{},
@@ -262,4 +264,18 @@ func describe(s TaskSample) string {
 		}
 	}
 	return d
+}
+
+// stoppingFault reports whether the mix made one of the task's phases
+// crash or stall (a stall's action may stop the conductor).
+func stoppingFault(o *Observed, task string) bool {
+	for _, r := range o.Journal {
+		if r.Kind == RecFault && r.Task == task {
+			switch r.Detail("fault") {
+			case "crash", "die", "stall":
+				return true
+			}
+		}
+	}
+	return false
 }

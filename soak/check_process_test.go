@@ -126,6 +126,18 @@ func TestCheckStoppedTaskEnds(t *testing.T) {
 			Tasks:   []TaskObs{blocked("Phase test agent crashed: conductor shutdown")},
 			Journal: []Record{{At: at(1), Kind: RecFault, Task: "a", Details: map[string]string{"fault": "crash"}}},
 		}},
+		{
+			// The fence stopped the resumed conductor of a task paused at
+			// a usage limit; the limit the mix injected does not explain
+			// the end.
+			name: "a usage limit is no cause",
+			o: Observed{
+				Tasks: []TaskObs{blocked("Phase test agent crashed: conductor shutdown")},
+				Journal: []Record{{At: at(1), Kind: RecFault, Task: "a", Details: map[string]string{"fault": "usage-limit", "phase": "test"}},
+					{At: at(1), Kind: RecResume, Task: "a"}},
+			},
+			want: []want{{InvConductorKeptWhileWanted, "a", []string{"conductor shutdown"}}},
+		},
 		{name: "its run was aborted", o: Observed{
 			Tasks:   []TaskObs{blocked("Phase test agent crashed: conductor shutdown")},
 			Journal: []Record{{At: at(1), Kind: RecAbort, Run: "r"}},
