@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -159,7 +160,7 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 			defer mu.Unlock()
 			runs := make([]fleet.Run, 0, len(live))
 			for _, l := range live {
-				r := fleet.Run{TaskID: l.TaskID, Plan: l.Plan}
+				r := fleet.Run{TaskID: l.TaskID, Plan: l.Plan, Dir: filepath.Base(l.Dir)}
 				handles[r] = l
 				runs = append(runs, r)
 			}

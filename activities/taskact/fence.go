@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -26,9 +28,32 @@ import (
 // group still has a running member.
 type LiveRun struct {
 	TaskID string
-	// Plan is the attempt's plan name, the name of its run directory.
+	// Plan is the attempt's plan name. Dir is the run directory: the
+	// plan's own, runs/<task>/<plan>, or, for a conductor resumed after a
+	// pause, runs/<task>/<plan>-resume-N (ResumeConductor), which is the
+	// same attempt.
 	Plan   string
+	Dir    string
 	Handle ConductorHandle
+}
+
+// resumeDirName is the name of a resumed conductor's run directory.
+var resumeDirName = regexp.MustCompile(`^(.+)-resume-[1-9][0-9]*$`)
+
+// planOfRunDir is the plan whose conductor runs in dir. A resumed
+// conductor's directory is named after its plan and sits beside the plan's
+// own; the plan's directory must be there, since a plan name might end the
+// same way (task "x-resume-1", whose first plan is karvi-x-resume-1).
+func planOfRunDir(dir string) string {
+	name := filepath.Base(dir)
+	m := resumeDirName.FindStringSubmatch(name)
+	if m == nil {
+		return name
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(dir), m[1])); err == nil && fi.IsDir() {
+		return m[1]
+	}
+	return name
 }
 
 // LiveRuns lists the live runs under the work root: of one task, or of
@@ -67,7 +92,8 @@ func (a *Activities) LiveRuns(taskID string) ([]LiveRun, error) {
 			continue
 		}
 		if st.Alive || st.GroupAlive {
-			runs = append(runs, LiveRun{TaskID: filepath.Base(filepath.Dir(dir)), Plan: filepath.Base(dir), Handle: handleOf(h)})
+			runs = append(runs, LiveRun{TaskID: filepath.Base(filepath.Dir(dir)), Plan: planOfRunDir(dir), Dir: dir,
+				Handle: handleOf(h)})
 		}
 	}
 	return runs, errors.Join(errs...)
@@ -96,7 +122,8 @@ func (a *Activities) StopRun(ctx context.Context, r LiveRun) error {
 }
 
 // stopEarlierAttempts stops every live run of the task under this work
-// root but plan's, before plan's conductor starts.
+// root but plan's (its own or a resumed one), before plan's conductor
+// starts.
 func (a *Activities) stopEarlierAttempts(ctx context.Context, taskID, plan string) error {
 	runs, err := a.LiveRuns(taskID)
 	if err != nil {
@@ -107,7 +134,7 @@ func (a *Activities) stopEarlierAttempts(ctx context.Context, taskID, plan strin
 			continue
 		}
 		activities.Logger(ctx).Warn("stopping a conductor of an attempt the task's workflow gave up",
-			"task", taskID, "plan", r.Plan, "pgid", r.Handle.PGID, "starting", plan)
+			"task", taskID, "plan", r.Plan, "run", filepath.Base(r.Dir), "pgid", r.Handle.PGID, "starting", plan)
 		if err := a.StopRun(ctx, r); err != nil {
 			return err
 		}

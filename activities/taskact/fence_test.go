@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
@@ -75,7 +76,7 @@ func TestStartAttemptStopsTheAttemptsGivenUpHere(t *testing.T) {
 
 	live, err := a.LiveRuns("T5")
 	require.NoError(t, err)
-	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 1), Handle: *first.Conductor}}, live)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 1), Dir: first.Plan.RunDir, Handle: *first.Conductor}}, live)
 
 	second := startAttempt(t, env, a, 2)
 	st, err := proc.Inspect(first.Conductor.proc())
@@ -83,7 +84,7 @@ func TestStartAttemptStopsTheAttemptsGivenUpHere(t *testing.T) {
 	require.False(t, st.Alive || st.GroupAlive, "attempt 1's conductor was stopped")
 	live, err = a.LiveRuns("")
 	require.NoError(t, err)
-	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 2), Handle: *second.Conductor}}, live)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 2), Dir: second.Plan.RunDir, Handle: *second.Conductor}}, live)
 }
 
 // A worker asked to stop hands its deliveries back at once, with what
@@ -187,4 +188,63 @@ type countingSink struct {
 func (c *countingSink) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
 	c.patches++
 	return c.Sink.PatchBrief(ctx, taskID, body)
+}
+
+// resumeAfterStop stops an attempt's conductor, as a pause does, and
+// resumes its plan in a run directory of its own.
+func resumeAfterStop(t *testing.T, env *testsuite.TestActivityEnvironment, a *Activities, started StartAttemptResult) ConductorHandle {
+	t.Helper()
+	_, err := env.ExecuteActivity(a.InterruptConductor, InterruptRequest{Plan: started.Plan, Handle: *started.Conductor})
+	require.NoError(t, err)
+	v, err := env.ExecuteActivity(a.ResumeConductor, ResumeRequest{Plan: started.Plan, Resume: 1})
+	require.NoError(t, err)
+	var res ResumeResult
+	require.NoError(t, v.Get(&res))
+	require.NotNil(t, res.Conductor, res.StartError)
+	return *res.Conductor
+}
+
+// A conductor resumed after a pause runs in a run directory of its own,
+// and is its plan's all the same: the fence keeps it while its plan is
+// the task's current attempt here.
+func TestFenceKeepsAResumedConductorOfTheCurrentAttempt(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	resumed := resumeAfterStop(t, env, a, first)
+
+	live, err := a.LiveRuns("")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	cur := fleet.Current{Attempt: 1, Plan: first.Plan.Summary.Name, Host: "h1"}
+	v, why := fleet.Judge(fleet.Run{TaskID: live[0].TaskID, Plan: live[0].Plan}, cur, "h1")
+	require.Equal(t, fleet.Keep, v, why)
+	require.Equal(t, first.Plan.Summary.Name, live[0].Plan, "the resumed run is its plan's")
+	require.Equal(t, resumed, live[0].Handle)
+
+	// Starting the same attempt again (a retried start) leaves it running.
+	startAttempt(t, env, a, 1)
+	st, err := proc.Inspect(resumed.proc())
+	require.NoError(t, err)
+	require.True(t, st.Alive, "the resumed conductor of the attempt being started was stopped")
+}
+
+// The resumed conductor of an attempt the task's workflow gave up is
+// stale like the attempt's own: the fence stops it, and so does the start
+// of the next attempt here.
+func TestFenceStopsAResumedConductorOfAnAttemptGivenUp(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	resumed := resumeAfterStop(t, env, a, first)
+
+	live, err := a.LiveRuns("T5")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	cur := fleet.Current{Attempt: 2, Plan: mapping.PlanName("T5", 2), Host: "h2"}
+	v, why := fleet.Judge(fleet.Run{TaskID: live[0].TaskID, Plan: live[0].Plan}, cur, "h1")
+	require.Equal(t, fleet.Stop, v, why)
+
+	startAttempt(t, env, a, 2)
+	st, err := proc.Inspect(resumed.proc())
+	require.NoError(t, err)
+	require.False(t, st.Alive || st.GroupAlive, "the resumed conductor of attempt 1 was left running")
 }

@@ -23,8 +23,12 @@ import (
 // process is still running.
 type Run struct {
 	TaskID string
-	// Plan is the attempt's plan name, which is also its run directory.
+	// Plan is the attempt's plan name. Dir names the run's directory: the
+	// plan's own, or <plan>-resume-N for a conductor that continues the
+	// plan after a pause, which is the same attempt and is judged as its
+	// plan. Empty is the plan's own.
 	Plan string
+	Dir  string
 }
 
 // Current is what a task's workflow says of its current attempt: its
@@ -144,6 +148,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // judge decides about one run and acts on it.
 func (s *Sweeper) judge(ctx context.Context, r Run) Verdict {
 	log := s.Log.With("task", r.TaskID, "plan", r.Plan)
+	if r.Dir != "" && r.Dir != r.Plan {
+		log = log.With("run", r.Dir)
+	}
 	cur, found, err := s.Ask(ctx, r.TaskID)
 	if err != nil {
 		log.Warn("fence: the task's workflow did not say which attempt is current; asking again later", "error", err)

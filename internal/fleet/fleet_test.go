@@ -47,9 +47,21 @@ func TestJudge(t *testing.T) {
 		{"another chain's attempt of the same number", chained(2, "ffee0011"), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
 		{"an attempt without a nonce, the workflow's has one", plan(2), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
 		{"this chain's attempt starting", chained(3, "0a1b2c3d"), Current{Attempt: 3, Plan: chained(3, "0a1b2c3d"), Starting: true}, Later},
+		// A conductor resumed after a pause runs in <plan>-resume-N and
+		// is judged as its plan: kept while that is the current attempt
+		// here, stopped once the workflow moved on or runs it elsewhere.
+		{"the current attempt resumed here", chained(2, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Keep},
+		{"the current attempt resumed twice here", chained(2, "0a1b2c3d") + "-resume-2", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Keep},
+		{"a resumed attempt given up", chained(1, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
+		{"the current attempt resumed, run elsewhere", chained(2, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h2"}, Stop},
+		{"the resumed first attempt of a workflow without nonces", plan(1) + "-resume-1", Current{Attempt: 1, Host: "h1"}, Keep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := Judge(Run{TaskID: "T5", Plan: tc.run}, tc.cur, "h1")
+			run := Run{TaskID: "T5", Plan: tc.run, Dir: tc.run}
+			if base, _, resumed := strings.Cut(tc.run, "-resume-"); resumed {
+				run.Plan = base
+			}
+			got, why := Judge(run, tc.cur, "h1")
 			require.Equal(t, tc.want, got, why)
 			require.NotEmpty(t, why)
 		})
