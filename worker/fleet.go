@@ -18,6 +18,7 @@ import (
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -169,11 +170,11 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 		Ask: func(ctx context.Context, taskID string) (fleet.Current, bool, error) {
 			return currentAttempt(ctx, cl, taskID)
 		},
-		Stop: func(ctx context.Context, r fleet.Run) error {
+		Stop: func(ctx context.Context, r fleet.Run, why string) error {
 			mu.Lock()
 			l := handles[r]
 			mu.Unlock()
-			return acts.StopRun(ctx, l)
+			return acts.StopRun(ctx, l, mapping.RuntimeStop{By: mapping.StopBySweep, Host: host, Why: why})
 		},
 	}
 	go func() {

@@ -2,6 +2,7 @@ package taskact
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/proc"
+	"karvi-edda-temporal/mapping"
 )
 
 // A task has at most one live conductor on a host: its workflow runs one
@@ -99,8 +101,11 @@ func (a *Activities) LiveRuns(taskID string) ([]LiveRun, error) {
 	return runs, errors.Join(errs...)
 }
 
-// StopRun stops a run's whole process group, as AbortConductor does.
-func (a *Activities) StopRun(ctx context.Context, r LiveRun) error {
+// StopRun stops a run's whole process group, as AbortConductor does. A
+// live conductor's stop is recorded first in its run directory (stop, when
+// it names who stops), so the delivery that sees it gone reports the stop
+// instead of a crash (readStopRecord).
+func (a *Activities) StopRun(ctx context.Context, r LiveRun, stop mapping.RuntimeStop) error {
 	grace := a.Config.StopGrace
 	if grace <= 0 {
 		grace = 10 * time.Second
@@ -115,10 +120,67 @@ func (a *Activities) StopRun(ctx context.Context, r LiveRun) error {
 			"pgid", r.Handle.PGID, "processes", n)
 		return nil
 	}
+	if stop.By != "" {
+		if stop.At == "" {
+			stop.At = time.Now().UTC().Format(time.RFC3339)
+		}
+		// Stopping matters more than saying why: a record that cannot be
+		// written leaves the stop reported as the conductor's own end.
+		if err := writeStopRecord(r.runDir(), stop); err != nil {
+			activities.Logger(ctx).Warn("the stop of a conductor not recorded", "task", r.TaskID, "plan", r.Plan, "error", err)
+		}
+	}
 	if err := proc.Stop(ctx, r.Handle.proc(), grace); err != nil {
 		return fmt.Errorf("stop conductor group %d of %s: %w", r.Handle.PGID, r.Plan, err)
 	}
 	return nil
+}
+
+// runDir is the run's directory, from its record when it was not listed.
+func (r LiveRun) runDir() string {
+	if r.Dir != "" {
+		return r.Dir
+	}
+	return filepath.Dir(r.Handle.ExitPath)
+}
+
+// stopRecordFile, in a run directory, records a stop the runtime made of
+// its own accord (mapping.RuntimeStop). A run directory holds one
+// conductor run, so the record is that run's.
+const stopRecordFile = "stopped-by.json"
+
+func writeStopRecord(dir string, stop mapping.RuntimeStop) error {
+	data, err := json.Marshal(stop)
+	if err != nil {
+		return fmt.Errorf("encode the stop record: %w", err)
+	}
+	path := filepath.Join(dir, stopRecordFile)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readStopRecord is the stop recorded for the run whose handle is h, nil
+// for none (or none readable: the end is then reported as the
+// conductor's own).
+func readStopRecord(h ConductorHandle) *mapping.RuntimeStop {
+	if h.ExitPath == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(h.ExitPath), stopRecordFile))
+	if err != nil {
+		return nil
+	}
+	var stop mapping.RuntimeStop
+	if json.Unmarshal(data, &stop) != nil || stop.By == "" {
+		return nil
+	}
+	return &stop
 }
 
 // stopEarlierAttempts stops every live run of the task under this work
@@ -135,7 +197,9 @@ func (a *Activities) stopEarlierAttempts(ctx context.Context, taskID, plan strin
 		}
 		activities.Logger(ctx).Warn("stopping a conductor of an attempt the task's workflow gave up",
 			"task", taskID, "plan", r.Plan, "run", filepath.Base(r.Dir), "pgid", r.Handle.PGID, "starting", plan)
-		if err := a.StopRun(ctx, r); err != nil {
+		stop := mapping.RuntimeStop{By: mapping.StopByStart, Host: a.Config.Host,
+			Why: fmt.Sprintf("the task's workflow gave this attempt up and starts %s here", plan)}
+		if err := a.StopRun(ctx, r, stop); err != nil {
 			return err
 		}
 	}

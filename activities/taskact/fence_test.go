@@ -47,7 +47,7 @@ func fenceActivities(t *testing.T, host string) (*Activities, *testsuite.TestAct
 	t.Cleanup(func() {
 		runs, _ := a.LiveRuns("")
 		for _, r := range runs {
-			_ = a.StopRun(t.Context(), r)
+			_ = a.StopRun(t.Context(), r, mapping.RuntimeStop{})
 		}
 	})
 	return a, env, root
@@ -247,4 +247,46 @@ func TestFenceStopsAResumedConductorOfAnAttemptGivenUp(t *testing.T) {
 	st, err := proc.Inspect(resumed.proc())
 	require.NoError(t, err)
 	require.False(t, st.Alive || st.GroupAlive, "the resumed conductor of attempt 1 was left running")
+}
+
+// A conductor the runtime stopped of its own accord (here the fence of a
+// worker that judged it another host's) ends its attempt saying so: the
+// delivery that sees it gone reports the stop, the outcome names the
+// fence and its reason, and the brief's log says it too.
+func TestAConductorTheFenceStoppedEndsSayingSo(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	wait.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the conductor's first event", func() (any, bool) {
+		fi, err := os.Stat(first.Plan.EventsPath)
+		return err, err == nil && fi.Size() > 0
+	})
+	live, err := a.LiveRuns("T5")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	stop := mapping.RuntimeStop{By: mapping.StopBySweep, Host: "h2", Why: "the task's workflow runs this attempt on host h1"}
+	require.NoError(t, a.StopRun(t.Context(), live[0], stop))
+
+	cp := first.Delivery
+	v, err := env.ExecuteActivity(a.DeliverEvents, DeliverRequest{TaskID: "T5", Plan: first.Plan,
+		Handle: *first.Conductor, Brief: cp.Brief, Cursor: cp.Next, TaskStatus: mapping.TaskInProgress,
+		MaxWait: time.Minute, CheckpointEvery: time.Minute})
+	require.NoError(t, err)
+	var d DeliverResult
+	require.NoError(t, v.Get(&d))
+	require.True(t, d.Exited, "the delivery saw the conductor gone")
+	require.NotNil(t, d.Stopped, "the delivery reports the fence's stop")
+	require.Equal(t, "h2", d.Stopped.Host)
+	o := mapping.ExitOutcome(d.Exit(), d.Brief, first.Plan.Summary)
+	want := "The worker's fence on host h2 stopped the conductor while phase implement was running: " +
+		"the task's workflow runs this attempt on host h1"
+	require.Equal(t, want, o.BlockerReason)
+	require.Equal(t, want, o.LastError)
+	require.Equal(t, mapping.ErrFenced, o.ErrorType)
+
+	held, err := a.Sink.(*sink.File).CurrentBrief(t.Context(), "T5")
+	require.NoError(t, err)
+	log, err := json.Marshal(held["log"])
+	require.NoError(t, err)
+	require.Contains(t, string(log), "the worker's fence on host h2 stopped the conductor of "+first.Plan.Summary.Name+
+		": the task's workflow runs this attempt on host h1")
 }

@@ -99,8 +99,9 @@ type Sweeper struct {
 	// Ask asks the task's workflow for its current attempt; found is false
 	// when the task has no workflow.
 	Ask func(ctx context.Context, taskID string) (cur Current, found bool, err error)
-	// Stop stops a run's process group.
-	Stop func(ctx context.Context, r Run) error
+	// Stop stops a run's process group; why is Judge's reason, which the
+	// stop records for whoever reports the run's end.
+	Stop func(ctx context.Context, r Run, why string) error
 	Log  *slog.Logger
 	// Retry is the first pause before runs left undecided are asked
 	// about again; it doubles up to a minute.
@@ -166,7 +167,7 @@ func (s *Sweeper) judge(ctx context.Context, r Run) Verdict {
 	v, why := Judge(r, cur, s.Host)
 	switch v {
 	case Stop:
-		if err := s.Stop(ctx, r); err != nil {
+		if err := s.Stop(ctx, r, why); err != nil {
 			log.Warn("fence: stopping a stale conductor failed; trying again later", "why", why, "error", err)
 			return Later
 		}

@@ -80,7 +80,7 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 		{TaskID: "E", Plan: mapping.PlanName("E", 1)}, // the query fails once
 	}
 	asked := map[string]int{}
-	var stopped []string
+	var stopped, whys []string
 	s := &Sweeper{
 		Host: "h1",
 		Live: func() ([]Run, error) { return runs, nil },
@@ -104,8 +104,9 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 			}
 			return Current{Attempt: 1, Host: "h1"}, true, nil
 		},
-		Stop: func(_ context.Context, r Run) error {
+		Stop: func(_ context.Context, r Run, why string) error {
 			stopped = append(stopped, r.TaskID)
+			whys = append(whys, why)
 			return nil
 		},
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -115,6 +116,8 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"A", "D"}, stopped)
+	require.Equal(t, []string{"the task's workflow is at attempt 2 (plan " + mapping.PlanName("A", 2) + ")",
+		"the task's workflow runs this attempt on host h2"}, whys, "each stop is told why")
 	require.Equal(t, map[string]int{"A": 1, "B": 1, "C": 1, "D": 2, "E": 2}, asked)
 }
 
@@ -127,7 +130,7 @@ func TestSweepEndsWithItsContext(t *testing.T) {
 			cancel()
 			return Current{Attempt: 1, Starting: true}, true, nil
 		},
-		Stop:  func(context.Context, Run) error { return nil },
+		Stop:  func(context.Context, Run, string) error { return nil },
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Retry: time.Hour,
 	}
