@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/temporalproto"
 
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -243,10 +244,20 @@ func TestReturningHostStopsTheConductorsItLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "h2's orphaned conductors still run")
 	for _, id := range ids {
-		plan := f.result(id).Attempts[0].PlanName
+		res := f.result(id)
+		plan := res.Attempts[0].PlanName
 		for _, ev := range testrig.ReadJSONL(t, f.eventsOn("h2", id, plan)) {
 			require.NotContains(t, []string{"phase_passed", "plan_completed"}, ev["type"], "%s: the orphan hung until it was stopped", id)
 		}
+		// The stop is recorded in the run directory, for whoever reports
+		// that run's end.
+		data, err := os.ReadFile(filepath.Join(h2.root, "runs", id, plan, "stopped-by.json"))
+		require.NoError(t, err, "%s: the fence's stop is recorded", id)
+		var stop mapping.RuntimeStop
+		require.NoError(t, json.Unmarshal(data, &stop))
+		require.Equal(t, mapping.StopBySweep, stop.By, id)
+		require.Equal(t, "h2", stop.Host, id)
+		require.Equal(t, fmt.Sprintf("the task's workflow is at attempt 2 (plan %s)", res.PlanName), stop.Why, id)
 	}
 }
 

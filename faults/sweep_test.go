@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,7 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // edda kills only its direct child on a phase timeout, and nothing when
@@ -91,4 +95,45 @@ func TestKilledConductorLeavesNothingBehind(t *testing.T) {
 	r.AssertNoOrphans()
 	assertNoConductorGroups(t, r)
 	requireSweepNote(t, r, "SW2")
+}
+
+// A conductor the runtime stops of its own accord ends its task saying
+// so. Two workers on one machine and work root under two host names (a
+// misconfiguration docs/fleet.md warns of) see each other's conductors:
+// h2's fence stops the conductor h1 runs, since the task's workflow runs
+// that attempt on h1. The task ends blocked by the fence, with its reason,
+// in the outcome, karvi's status and the brief, not as a crash.
+func TestATaskWhoseConductorTheFenceStoppedSaysSo(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, testrig.Options{WorkerArgs: []string{"-host", "h1"}})
+	r.Workspace("SW3")
+	run := r.Start(testrig.Dispatch(t, "SW3", "Runs on h1. [sim phase=test hang=forever]"))
+	s := r.WaitFor("SW3", "the attempt running on h1", func(s taskapi.Status) bool {
+		return s.Stage == taskapi.StageRunning && s.Host == "h1"
+	})
+	r.WaitPhase("SW3", "test")
+
+	o := r.Worker().Opts
+	o.Args = append(slices.Clone(o.Args), "-host", "h2")
+	o.LogPath = filepath.Join(r.Dir, "worker-h2.log")
+	h2, err := devenv.StartWorker(o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = h2.Stop() })
+
+	res := r.Result(run)
+	requireBlocked(t, r, "SW3", res)
+	want := "The worker's fence on host h2 stopped the conductor while phase test was running: " +
+		"the task's workflow runs this attempt on host h1"
+	require.Equal(t, want, res.Outcome.LastError)
+	require.Equal(t, want, res.Outcome.BlockerReason)
+	require.Equal(t, mapping.ErrFenced, res.Outcome.ErrorType)
+	brief := r.FileBrief("SW3")
+	phases, _ := brief["phases"].(map[string]any)
+	test, _ := phases["test"].(map[string]any)
+	require.Equal(t, "failed", test["status"])
+	require.Equal(t, want, test["error"])
+	require.Contains(t, string(r.FileBriefRaw("SW3")), "the worker's fence on host h2 stopped the conductor of "+s.PlanName+
+		": the task's workflow runs this attempt on host h1")
+	r.AssertNoOrphans()
+	assertNoConductorGroups(t, r)
 }

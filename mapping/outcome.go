@@ -30,6 +30,9 @@ const (
 	// ErrConductorExit is ours: the conductor stopped while its state still
 	// said pending or running, with no other explanation.
 	ErrConductorExit = "conductor_exit"
+	// ErrFenced is ours: the runtime stopped the conductor of its own
+	// accord (RuntimeStop).
+	ErrFenced = "fenced"
 )
 
 // MsgUserAbort is the blocker reason and lastError of an abort.
@@ -405,6 +408,60 @@ func culprit(cs ConductorState) (PhaseState, bool) {
 	return PhaseState{}, false
 }
 
+// RuntimeStop records a stop of a conductor that the runtime made of its
+// own accord, not its task's workflow (an abort, a timeout, a pause are
+// the workflow's, which knows why): the worker's fence stopping a run it
+// judged given up, or the start of another attempt of the task stopping
+// the runs it finds (docs/fleet.md, "Fencing"). The stopper leaves it in
+// the run directory before it signals, so the end of that run is reported
+// as this stop rather than as a crash.
+type RuntimeStop struct {
+	// By is StopBySweep or StopByStart; Host is the worker's host.
+	By   string `json:"by"`
+	Host string `json:"host,omitempty"`
+	// Why is the stopper's reason, for a person.
+	Why string `json:"why,omitempty"`
+	// At is when, RFC 3339.
+	At string `json:"at,omitempty"`
+}
+
+// Who stops conductors of their own accord.
+const (
+	StopBySweep = "sweep"
+	StopByStart = "start"
+)
+
+// Describe words the stop for a person: "the worker's fence on host h2
+// stopped the conductor <where>: <why>"; where may be empty.
+func (s RuntimeStop) Describe(where string) string {
+	who := "the runtime"
+	switch s.By {
+	case StopBySweep:
+		who = "the worker's fence"
+	case StopByStart:
+		who = "the start of another attempt"
+	}
+	if s.Host != "" {
+		who += " on host " + s.Host
+	}
+	msg := who + " stopped the conductor"
+	if where != "" {
+		msg += " " + where
+	}
+	if why := strings.TrimSpace(s.Why); why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// FencedOutcome is a conductor the runtime stopped of its own accord:
+// "The worker's fence on host h2 stopped the conductor <where>: <why>".
+func FencedOutcome(stop RuntimeStop, phaseID, where string) Outcome {
+	msg := stop.Describe(where)
+	msg = strings.ToUpper(msg[:1]) + msg[1:]
+	return outcome(PlanBlocked, ErrFenced, phaseID, msg, msg)
+}
+
 // ConductorExit is what is known about a conductor that ended without
 // writing a terminal event: its exit status, its state.json (or why it
 // could not be read) and the end of what it printed.
@@ -422,6 +479,9 @@ type ConductorExit struct {
 	// only speaks when Stderr says nothing and the conductor was not
 	// killed.
 	Output string
+	// Stopped is the runtime's own stop of the conductor, nil for none:
+	// it then explains the end, whatever the conductor left.
+	Stopped *RuntimeStop
 }
 
 // ExitOutcome reads the end of a run that wrote no terminal event. The
@@ -441,6 +501,10 @@ func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
 		default:
 			where = "while phase " + phase + " was running"
 		}
+	}
+	// A plan that completed before the stop landed stands.
+	if x.Stopped != nil && (x.State == nil || x.State.PlanStatus != PlanCompleted) {
+		return FencedOutcome(*x.Stopped, phase, where)
 	}
 	how, code := DescribeExit(x.ExitCode)
 	// Exit 0 is a conductor that believed it was done: not a crash.

@@ -302,6 +302,19 @@ func TestExitOutcomeTable(t *testing.T) {
 			ErrCheckFailed, "Phase test failed after 3 attempts: check failed: cmd x exited 1"},
 		{"no state.json, attempts left: not a phase failure", ConductorExit{StateError: "state.json missing"}, failedTwice(2), plan,
 			ErrConductorExit, "Conductor stopped without finishing the plan: conductor exited after phase test failed and left no readable state.json (state.json missing)"},
+		// A stop the runtime made of its own accord says so, whatever the
+		// conductor left: a killed one's state explains nothing, and one
+		// that stopped gracefully failed its phase on the way out.
+		{"stopped by the worker's fence", ConductorExit{ExitCode: 143, State: stillRunning,
+			Stopped: &RuntimeStop{By: StopBySweep, Host: "h2", Why: "the task's workflow runs this attempt on host h1"}}, running(), plan,
+			ErrFenced, "The worker's fence on host h2 stopped the conductor while phase test was running: the task's workflow runs this attempt on host h1"},
+		{"stopped by the fence, its phase failed on the way out", ConductorExit{State: &ConductorState{PlanStatus: PlanRunning, Phases: []PhaseState{
+			{ID: "test", Status: PhaseFailed, Attempts: 3, Error: &PhaseError{ErrorType: ErrAgentCrash, Message: "conductor shutdown"}}}},
+			Stopped: &RuntimeStop{By: StopBySweep, Host: "h1", Why: "the task's workflow is at attempt 2 (plan karvi-t5-r2)"}}, running(), plan,
+			ErrFenced, "The worker's fence on host h1 stopped the conductor while phase test was running: the task's workflow is at attempt 2 (plan karvi-t5-r2)"},
+		{"stopped by the start of another attempt", ConductorExit{ExitCode: -1, StateError: "state.json missing",
+			Stopped: &RuntimeStop{By: StopByStart, Host: "h1", Why: "attempt karvi-t5-r2 of the task starts on this host"}}, passed(), plan,
+			ErrFenced, "The start of another attempt on host h1 stopped the conductor after phase test ended: attempt karvi-t5-r2 of the task starts on this host"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -316,6 +329,16 @@ func TestExitOutcomeTable(t *testing.T) {
 				t.Errorf("lastError\n got %q\nwant %q", o.LastError, c.want)
 			}
 		})
+	}
+}
+
+// A plan that completed before the runtime's stop landed is completed.
+func TestExitOutcomeOfAStoppedConductorWhosePlanCompleted(t *testing.T) {
+	plan := PlanSummary{Name: "karvi-t5", PhaseIDs: []string{"implement"}, MaxAttempts: 3}
+	o := ExitOutcome(ConductorExit{ExitCode: 143, State: &ConductorState{PlanStatus: PlanCompleted},
+		Stopped: &RuntimeStop{By: StopBySweep, Host: "h1", Why: "x"}}, NewBriefState("T5", plan), plan)
+	if o.TaskStatus != TaskCompleted {
+		t.Errorf("outcome %+v, want completed", o)
 	}
 }
 

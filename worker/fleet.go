@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -141,7 +143,7 @@ func stopAll(ws ...worker.Worker) {
 // fenceEvery while it runs: every conductor still running under the work
 // root whose task's workflow has moved on (another attempt, another host)
 // is stopped. The returned channel closes when ctx ends.
-func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activities, host string, logger *slog.Logger) <-chan struct{} {
+func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activities, host string, every time.Duration, logger *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	handles := map[fleet.Run]taskact.LiveRun{}
 	var mu sync.Mutex
@@ -159,7 +161,7 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 			defer mu.Unlock()
 			runs := make([]fleet.Run, 0, len(live))
 			for _, l := range live {
-				r := fleet.Run{TaskID: l.TaskID, Plan: l.Plan}
+				r := fleet.Run{TaskID: l.TaskID, Plan: l.Plan, Dir: filepath.Base(l.Dir)}
 				handles[r] = l
 				runs = append(runs, r)
 			}
@@ -168,16 +170,16 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 		Ask: func(ctx context.Context, taskID string) (fleet.Current, bool, error) {
 			return currentAttempt(ctx, cl, taskID)
 		},
-		Stop: func(ctx context.Context, r fleet.Run) error {
+		Stop: func(ctx context.Context, r fleet.Run, why string) error {
 			mu.Lock()
 			l := handles[r]
 			mu.Unlock()
-			return acts.StopRun(ctx, l)
+			return acts.StopRun(ctx, l, mapping.RuntimeStop{By: mapping.StopBySweep, Host: host, Why: why})
 		},
 	}
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(fenceEvery)
+		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for first := true; ; first = false {
 			n, err := s.Sweep(ctx)
@@ -203,6 +205,24 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 // lost while it ran on (its deliveries late, not its worker gone) keeps
 // its conductors, and only a sweep stops those whose task moved on.
 const fenceEvery = time.Minute
+
+// fenceEveryEnv sets another sweep period. It is for tests, where a phase
+// must outlive many sweeps in seconds; an operator has no reason to change
+// the period, so it is no flag.
+const fenceEveryEnv = "KARVI_EDDA_FENCE_EVERY"
+
+// fencePeriod is the sweep period: fenceEvery unless fenceEveryEnv says.
+func fencePeriod(getenv func(string) string) (time.Duration, error) {
+	v := getenv(fenceEveryEnv)
+	if v == "" {
+		return fenceEvery, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 1m or 500ms", fenceEveryEnv, v)
+	}
+	return d, nil
+}
 
 // currentAttempt asks a task's workflow (its status query) which attempt is
 // current and on which host; found is false when the task has no workflow.

@@ -140,6 +140,10 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
+	sweepEvery, err := fencePeriod(os.Getenv)
+	if err != nil {
+		return err
+	}
 	opts, hostOpts, err := workerOptions(c, host)
 	if err != nil {
 		return err
@@ -195,7 +199,7 @@ func run(c config) error {
 		stopAll(hw, pw)
 		return fmt.Errorf("start worker: %w", err)
 	}
-	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
+	swept := sweepStaleRuns(ctx, cl, acts, host, sweepEvery, logger)
 	if c.intakeKarvi {
 		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
 			stopAll(hw, pw, w)

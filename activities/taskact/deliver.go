@@ -382,7 +382,15 @@ func (d *delivery) drain(ctx context.Context, exitCode int) error {
 			return err
 		}
 	}
-	d.res.ConductorEnd = endOf(d.req.Plan, d.req.Handle, exitCode, d.explain)
+	end := endOf(d.req.Plan, d.req.Handle, exitCode, d.explain)
+	if end.Stopped != nil {
+		detail := end.Stopped.Describe("of " + d.req.Plan.Summary.Name)
+		activities.Logger(ctx).Warn("the conductor was stopped by the runtime", "plan", d.req.Plan.Summary.Name, "stop", detail)
+		if err := d.note(ctx, "fence", detail); err != nil {
+			return err
+		}
+	}
+	d.res.ConductorEnd = end
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
@@ -46,7 +47,7 @@ func fenceActivities(t *testing.T, host string) (*Activities, *testsuite.TestAct
 	t.Cleanup(func() {
 		runs, _ := a.LiveRuns("")
 		for _, r := range runs {
-			_ = a.StopRun(t.Context(), r)
+			_ = a.StopRun(t.Context(), r, mapping.RuntimeStop{})
 		}
 	})
 	return a, env, root
@@ -75,7 +76,7 @@ func TestStartAttemptStopsTheAttemptsGivenUpHere(t *testing.T) {
 
 	live, err := a.LiveRuns("T5")
 	require.NoError(t, err)
-	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 1), Handle: *first.Conductor}}, live)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 1), Dir: first.Plan.RunDir, Handle: *first.Conductor}}, live)
 
 	second := startAttempt(t, env, a, 2)
 	st, err := proc.Inspect(first.Conductor.proc())
@@ -83,7 +84,7 @@ func TestStartAttemptStopsTheAttemptsGivenUpHere(t *testing.T) {
 	require.False(t, st.Alive || st.GroupAlive, "attempt 1's conductor was stopped")
 	live, err = a.LiveRuns("")
 	require.NoError(t, err)
-	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 2), Handle: *second.Conductor}}, live)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: mapping.PlanName("T5", 2), Dir: second.Plan.RunDir, Handle: *second.Conductor}}, live)
 }
 
 // A worker asked to stop hands its deliveries back at once, with what
@@ -187,4 +188,105 @@ type countingSink struct {
 func (c *countingSink) PatchBrief(ctx context.Context, taskID string, body json.RawMessage) error {
 	c.patches++
 	return c.Sink.PatchBrief(ctx, taskID, body)
+}
+
+// resumeAfterStop stops an attempt's conductor, as a pause does, and
+// resumes its plan in a run directory of its own.
+func resumeAfterStop(t *testing.T, env *testsuite.TestActivityEnvironment, a *Activities, started StartAttemptResult) ConductorHandle {
+	t.Helper()
+	_, err := env.ExecuteActivity(a.InterruptConductor, InterruptRequest{Plan: started.Plan, Handle: *started.Conductor})
+	require.NoError(t, err)
+	v, err := env.ExecuteActivity(a.ResumeConductor, ResumeRequest{Plan: started.Plan, Resume: 1})
+	require.NoError(t, err)
+	var res ResumeResult
+	require.NoError(t, v.Get(&res))
+	require.NotNil(t, res.Conductor, res.StartError)
+	return *res.Conductor
+}
+
+// A conductor resumed after a pause runs in a run directory of its own,
+// and is its plan's all the same: the fence keeps it while its plan is
+// the task's current attempt here.
+func TestFenceKeepsAResumedConductorOfTheCurrentAttempt(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	resumed := resumeAfterStop(t, env, a, first)
+
+	live, err := a.LiveRuns("")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	cur := fleet.Current{Attempt: 1, Plan: first.Plan.Summary.Name, Host: "h1"}
+	v, why := fleet.Judge(fleet.Run{TaskID: live[0].TaskID, Plan: live[0].Plan}, cur, "h1")
+	require.Equal(t, fleet.Keep, v, why)
+	require.Equal(t, first.Plan.Summary.Name, live[0].Plan, "the resumed run is its plan's")
+	require.Equal(t, resumed, live[0].Handle)
+
+	// Starting the same attempt again (a retried start) leaves it running.
+	startAttempt(t, env, a, 1)
+	st, err := proc.Inspect(resumed.proc())
+	require.NoError(t, err)
+	require.True(t, st.Alive, "the resumed conductor of the attempt being started was stopped")
+}
+
+// The resumed conductor of an attempt the task's workflow gave up is
+// stale like the attempt's own: the fence stops it, and so does the start
+// of the next attempt here.
+func TestFenceStopsAResumedConductorOfAnAttemptGivenUp(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	resumed := resumeAfterStop(t, env, a, first)
+
+	live, err := a.LiveRuns("T5")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	cur := fleet.Current{Attempt: 2, Plan: mapping.PlanName("T5", 2), Host: "h2"}
+	v, why := fleet.Judge(fleet.Run{TaskID: live[0].TaskID, Plan: live[0].Plan}, cur, "h1")
+	require.Equal(t, fleet.Stop, v, why)
+
+	startAttempt(t, env, a, 2)
+	st, err := proc.Inspect(resumed.proc())
+	require.NoError(t, err)
+	require.False(t, st.Alive || st.GroupAlive, "the resumed conductor of attempt 1 was left running")
+}
+
+// A conductor the runtime stopped of its own accord (here the fence of a
+// worker that judged it another host's) ends its attempt saying so: the
+// delivery that sees it gone reports the stop, the outcome names the
+// fence and its reason, and the brief's log says it too.
+func TestAConductorTheFenceStoppedEndsSayingSo(t *testing.T) {
+	a, env, _ := fenceActivities(t, "h1")
+	first := startAttempt(t, env, a, 1)
+	wait.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the conductor's first event", func() (any, bool) {
+		fi, err := os.Stat(first.Plan.EventsPath)
+		return err, err == nil && fi.Size() > 0
+	})
+	live, err := a.LiveRuns("T5")
+	require.NoError(t, err)
+	require.Len(t, live, 1)
+	stop := mapping.RuntimeStop{By: mapping.StopBySweep, Host: "h2", Why: "the task's workflow runs this attempt on host h1"}
+	require.NoError(t, a.StopRun(t.Context(), live[0], stop))
+
+	cp := first.Delivery
+	v, err := env.ExecuteActivity(a.DeliverEvents, DeliverRequest{TaskID: "T5", Plan: first.Plan,
+		Handle: *first.Conductor, Brief: cp.Brief, Cursor: cp.Next, TaskStatus: mapping.TaskInProgress,
+		MaxWait: time.Minute, CheckpointEvery: time.Minute})
+	require.NoError(t, err)
+	var d DeliverResult
+	require.NoError(t, v.Get(&d))
+	require.True(t, d.Exited, "the delivery saw the conductor gone")
+	require.NotNil(t, d.Stopped, "the delivery reports the fence's stop")
+	require.Equal(t, "h2", d.Stopped.Host)
+	o := mapping.ExitOutcome(d.Exit(), d.Brief, first.Plan.Summary)
+	want := "The worker's fence on host h2 stopped the conductor while phase implement was running: " +
+		"the task's workflow runs this attempt on host h1"
+	require.Equal(t, want, o.BlockerReason)
+	require.Equal(t, want, o.LastError)
+	require.Equal(t, mapping.ErrFenced, o.ErrorType)
+
+	held, err := a.Sink.(*sink.File).CurrentBrief(t.Context(), "T5")
+	require.NoError(t, err)
+	log, err := json.Marshal(held["log"])
+	require.NoError(t, err)
+	require.Contains(t, string(log), "the worker's fence on host h2 stopped the conductor of "+first.Plan.Summary.Name+
+		": the task's workflow runs this attempt on host h1")
 }

@@ -32,5 +32,5 @@ func TestAnotherChainsAttemptStartsItsOwnConductor(t *testing.T) {
 	require.NotEqual(t, first.Conductor.PID, second.Conductor.PID, "the second chain started a conductor of its own")
 	live, err := a.LiveRuns("T5")
 	require.NoError(t, err)
-	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: second.Plan.Summary.Name, Handle: *second.Conductor}}, live)
+	require.Equal(t, []LiveRun{{TaskID: "T5", Plan: second.Plan.Summary.Name, Dir: second.Plan.RunDir, Handle: *second.Conductor}}, live)
 }

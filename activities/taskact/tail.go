@@ -78,6 +78,9 @@ type ConductorEnd struct {
 	// (a crash, budget, max turns) are explained.
 	Stderr  string `json:"stderr,omitempty"`
 	LogTail string `json:"logTail,omitempty"`
+	// Stopped is the runtime's own stop of the conductor (the fence's, or
+	// another attempt's start), nil for none: it explains the end.
+	Stopped *mapping.RuntimeStop `json:"stopped,omitempty"`
 }
 
 // endOf reads what a gone conductor left: its state and its last output.
@@ -86,13 +89,14 @@ func endOf(plan PlanInfo, h ConductorHandle, exitCode int, explain explainFunc) 
 	e.State, e.StateError = readState(plan.StatePath, explain)
 	e.Stderr = readLogTail(h.StderrPath)
 	e.LogTail = readLogTail(h.LogPath)
+	e.Stopped = readStopRecord(h)
 	return e
 }
 
 // Exit is the end as the outcome rules read it.
 func (e ConductorEnd) Exit() mapping.ConductorExit {
 	return mapping.ConductorExit{ExitCode: e.ExitCode, State: e.State, StateError: e.StateError,
-		Stderr: e.Stderr, Output: e.LogTail}
+		Stderr: e.Stderr, Output: e.LogTail, Stopped: e.Stopped}
 }
 
 // TailEvents long-polls the event log from the cursor. It returns as soon as

@@ -23,8 +23,12 @@ import (
 // process is still running.
 type Run struct {
 	TaskID string
-	// Plan is the attempt's plan name, which is also its run directory.
+	// Plan is the attempt's plan name. Dir names the run's directory: the
+	// plan's own, or <plan>-resume-N for a conductor that continues the
+	// plan after a pause, which is the same attempt and is judged as its
+	// plan. Empty is the plan's own.
 	Plan string
+	Dir  string
 }
 
 // Current is what a task's workflow says of its current attempt: its
@@ -95,8 +99,9 @@ type Sweeper struct {
 	// Ask asks the task's workflow for its current attempt; found is false
 	// when the task has no workflow.
 	Ask func(ctx context.Context, taskID string) (cur Current, found bool, err error)
-	// Stop stops a run's process group.
-	Stop func(ctx context.Context, r Run) error
+	// Stop stops a run's process group; why is Judge's reason, which the
+	// stop records for whoever reports the run's end.
+	Stop func(ctx context.Context, r Run, why string) error
 	Log  *slog.Logger
 	// Retry is the first pause before runs left undecided are asked
 	// about again; it doubles up to a minute.
@@ -144,6 +149,9 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // judge decides about one run and acts on it.
 func (s *Sweeper) judge(ctx context.Context, r Run) Verdict {
 	log := s.Log.With("task", r.TaskID, "plan", r.Plan)
+	if r.Dir != "" && r.Dir != r.Plan {
+		log = log.With("run", r.Dir)
+	}
 	cur, found, err := s.Ask(ctx, r.TaskID)
 	if err != nil {
 		log.Warn("fence: the task's workflow did not say which attempt is current; asking again later", "error", err)
@@ -159,7 +167,7 @@ func (s *Sweeper) judge(ctx context.Context, r Run) Verdict {
 	v, why := Judge(r, cur, s.Host)
 	switch v {
 	case Stop:
-		if err := s.Stop(ctx, r); err != nil {
+		if err := s.Stop(ctx, r, why); err != nil {
 			log.Warn("fence: stopping a stale conductor failed; trying again later", "why", why, "error", err)
 			return Later
 		}

@@ -47,9 +47,21 @@ func TestJudge(t *testing.T) {
 		{"another chain's attempt of the same number", chained(2, "ffee0011"), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
 		{"an attempt without a nonce, the workflow's has one", plan(2), Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
 		{"this chain's attempt starting", chained(3, "0a1b2c3d"), Current{Attempt: 3, Plan: chained(3, "0a1b2c3d"), Starting: true}, Later},
+		// A conductor resumed after a pause runs in <plan>-resume-N and
+		// is judged as its plan: kept while that is the current attempt
+		// here, stopped once the workflow moved on or runs it elsewhere.
+		{"the current attempt resumed here", chained(2, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Keep},
+		{"the current attempt resumed twice here", chained(2, "0a1b2c3d") + "-resume-2", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Keep},
+		{"a resumed attempt given up", chained(1, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h1"}, Stop},
+		{"the current attempt resumed, run elsewhere", chained(2, "0a1b2c3d") + "-resume-1", Current{Attempt: 2, Plan: chained(2, "0a1b2c3d"), Host: "h2"}, Stop},
+		{"the resumed first attempt of a workflow without nonces", plan(1) + "-resume-1", Current{Attempt: 1, Host: "h1"}, Keep},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, why := Judge(Run{TaskID: "T5", Plan: tc.run}, tc.cur, "h1")
+			run := Run{TaskID: "T5", Plan: tc.run, Dir: tc.run}
+			if base, _, resumed := strings.Cut(tc.run, "-resume-"); resumed {
+				run.Plan = base
+			}
+			got, why := Judge(run, tc.cur, "h1")
 			require.Equal(t, tc.want, got, why)
 			require.NotEmpty(t, why)
 		})
@@ -68,7 +80,7 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 		{TaskID: "E", Plan: mapping.PlanName("E", 1)}, // the query fails once
 	}
 	asked := map[string]int{}
-	var stopped []string
+	var stopped, whys []string
 	s := &Sweeper{
 		Host: "h1",
 		Live: func() ([]Run, error) { return runs, nil },
@@ -92,8 +104,9 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 			}
 			return Current{Attempt: 1, Host: "h1"}, true, nil
 		},
-		Stop: func(_ context.Context, r Run) error {
+		Stop: func(_ context.Context, r Run, why string) error {
 			stopped = append(stopped, r.TaskID)
+			whys = append(whys, why)
 			return nil
 		},
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -103,6 +116,8 @@ func TestSweepStopsStaleRunsAndAsksAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
 	require.Equal(t, []string{"A", "D"}, stopped)
+	require.Equal(t, []string{"the task's workflow is at attempt 2 (plan " + mapping.PlanName("A", 2) + ")",
+		"the task's workflow runs this attempt on host h2"}, whys, "each stop is told why")
 	require.Equal(t, map[string]int{"A": 1, "B": 1, "C": 1, "D": 2, "E": 2}, asked)
 }
 
@@ -115,7 +130,7 @@ func TestSweepEndsWithItsContext(t *testing.T) {
 			cancel()
 			return Current{Attempt: 1, Starting: true}, true, nil
 		},
-		Stop:  func(context.Context, Run) error { return nil },
+		Stop:  func(context.Context, Run, string) error { return nil },
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Retry: time.Hour,
 	}
