@@ -167,8 +167,9 @@ const maxDrains = 20
 // paused waits for the pause to end: its timer, a resume signal, the
 // account's resume, or an abort or redispatch, which the loop then acts
 // on. An account's later pause extends the wait. A pause without an end
-// (a budget's) waits for a resume or a raised budget. Once it ends, an
-// attempt that gave its slot back takes one again before it resumes.
+// (a budget's) waits for a resume or a raised budget, whatever its
+// account says (budget.go). Once it ends, an attempt that gave its slot
+// back takes one again before it resumes.
 func (r *taskRun) paused() error {
 	p := r.st.Pause
 	if p == nil {
@@ -180,6 +181,7 @@ func (r *taskRun) paused() error {
 	}
 	resumeCh := workflow.GetSignalChannel(r.ctx, taskapi.SignalResume)
 	reason := r.budgetRaised()
+	byPerson := false
 	for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 		var timer workflow.Future
 		if !p.Until.IsZero() {
@@ -201,7 +203,7 @@ func (r *taskRun) paused() error {
 			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
 				var s taskapi.ResumeSignal
 				c.Receive(r.ctx, &s)
-				reason = "resumed by signal"
+				reason, byPerson = "resumed by signal", true
 				if s.Reason != "" {
 					reason += ": " + s.Reason
 				}
@@ -211,6 +213,10 @@ func (r *taskRun) paused() error {
 				sel.AddReceive(r.accountCh, func(c workflow.ReceiveChannel, _ bool) {
 					var n accountapi.Notice
 					c.Receive(r.ctx, &n)
+					if p.Reason == taskapi.PausedBudget && r.budgetPauseOwnsItsEnd() {
+						r.rememberAccountPause(n)
+						return
+					}
 					switch {
 					case n.Resume:
 						reason = "account " + n.Account + " resumed"
@@ -232,8 +238,13 @@ func (r *taskRun) paused() error {
 	if reason == "" {
 		// An abort or redispatch: the loop acts on it; there is no
 		// conductor to stop.
-		r.st.Pause = nil
+		r.st.Pause, r.st.AccountPause = nil, nil
 		return nil
+	}
+	if p.Reason == taskapi.PausedBudget {
+		if held := r.endBudgetPause(reason, byPerson); held {
+			return nil
+		}
 	}
 	return r.resumeWithSlot(reason)
 }
