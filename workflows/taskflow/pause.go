@@ -44,10 +44,12 @@ func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notic
 	// not the attempt's outcome.
 	a.Outcome, a.Conductor, a.Drained, a.FinalState, a.Stopped = nil, nil, false, nil, false
 	r.st.Pauses++
+	if from == nil {
+		r.st.OwnLimits++
+	}
 	now := workflow.Now(r.ctx)
-	if r.st.Pauses > r.st.Tuning.MaxPausesOrDefault() {
+	if msg := r.pauseCapMessage(lim, from == nil); msg != "" {
 		o := mapping.UnfinishedOutcome(lim.Phase, 0, "")
-		msg := fmt.Sprintf("Phase %s stopped on a usage limit %d times; giving up (%s)", lim.Phase, r.st.Pauses, lim.Text)
 		o.LastError, o.BlockerReason = msg, msg
 		r.decide(o)
 		return nil
@@ -71,6 +73,32 @@ func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notic
 		r.reportLimit(p)
 	}
 	return nil
+}
+
+// versionOwnLimitCap names the change from which the pause cap counts
+// the task's own usage limits only. Before it, every pause counted (its
+// account's, a hold before the start, its budget's), so a task on a busy
+// account could end blocked at its first limit of its own.
+const versionOwnLimitCap = "own-limit-cap"
+
+// pauseCapMessage is the blocker of a task past its pause cap, "" while
+// it may pause. own: this pause is the task's own usage limit.
+func (r *taskRun) pauseCapMessage(lim taskact.UsageLimit, own bool) string {
+	limit := r.st.Tuning.MaxPausesOrDefault()
+	text := ""
+	if lim.Text != "" {
+		text = " (" + lim.Text + ")"
+	}
+	if workflow.GetVersion(r.ctx, versionOwnLimitCap, workflow.DefaultVersion, 1) < 1 {
+		if r.st.Pauses <= limit {
+			return ""
+		}
+		return fmt.Sprintf("Phase %s stopped on a usage limit %d times; giving up (%s)", lim.Phase, r.st.Pauses, lim.Text)
+	}
+	if !own || r.st.OwnLimits <= limit {
+		return ""
+	}
+	return fmt.Sprintf("Phase %s stopped on its own usage limit %d times; giving up%s", lim.Phase, r.st.OwnLimits, text)
 }
 
 // interruptAndDrain stops the conductor with SIGINT, its graceful stop,

@@ -47,6 +47,9 @@ type State struct {
 	// counts every pause of the task.
 	Pause  *taskapi.Pause `json:"pause,omitempty"`
 	Pauses int            `json:"pauses,omitempty"`
+	// OwnLimits counts the usage limits the task's own agents met, the
+	// pauses Tuning.MaxPauses caps (pause.go).
+	OwnLimits int `json:"ownLimits,omitempty"`
 	// AccountPause is the account's pause heard while the task waits for
 	// its budget: a raised budget then waits for it too (budget.go).
 	AccountPause *accountapi.Notice `json:"accountPause,omitempty"`
