@@ -367,10 +367,10 @@ func (r *taskRun) briefNote(action, detail string) {
 
 // notify tells the person watching the tasks, through the worker's
 // webhook, in a local activity that only queues the event: the task never
-// waits on the receiver. The delivery id is the workflow's and the pause's,
-// the same on every retry.
+// waits on the receiver. The delivery id is the workflow chain's and the
+// pause's, the same on every retry (deliveryID).
 func (r *taskRun) notify(kind, reason string, resetAt time.Time, details map[string]string) {
-	id := fmt.Sprintf("%s-%s-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, kind, r.st.Pauses)
+	id := r.deliveryID(kind, r.st.Pauses)
 	ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{
 		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},
