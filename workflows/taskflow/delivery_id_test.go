@@ -1,14 +1,19 @@
 package taskflow
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -45,4 +50,34 @@ func TestDeliveryIDsDifferAcrossWorkflowsOfATask(t *testing.T) {
 			require.True(t, strings.HasPrefix(id, "default-test-workflow-id-"+nonce+"-"), "the chain's nonce in %s", id)
 		}
 	}
+}
+
+// The stall's and the lost host's delivery ids carry the chain's nonce
+// too.
+func TestStallAndHostLostIDsCarryTheChainsNonce(t *testing.T) {
+	withChains(t)
+	c, _, _ := runStalling(t, stalls.Warn, nil)
+	stalled := c.notesOf("stalled")
+	require.Len(t, stalled, 1)
+	require.Equal(t, "default-test-workflow-id-"+testNonce()+"-stalled-1", stalled[0].ID)
+
+	env := newEnv(t)
+	q := watchQueues(env)
+	f := &fakeConductor{t: t, events: loadEvents(t, "../../testdata/examples/A/events.snake.jsonl"), perBatch: 2,
+		hostOf: func(n int) string { return map[int]string{1: "h2", 2: "h1"}[n] }}
+	f.gone = lostHost(func() string { return q.shared }, "h2")
+	f.register(env)
+	var mu sync.Mutex
+	var notes []taskact.NotifyRequest
+	env.OnActivity(acts.Notify, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req taskact.NotifyRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			notes = append(notes, req)
+			return nil
+		})
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, notes, 1)
+	require.Equal(t, "default-test-workflow-id-"+testNonce()+"-host_lost-1", notes[0].ID)
 }
