@@ -167,3 +167,23 @@ func TestRaisedBudgetSpentPausesAgain(t *testing.T) {
 	require.False(t, c.resumedAt[0].Before(start.Add(2*time.Hour)), "$1.20 is still spent")
 	require.False(t, c.resumedAt[1].Before(start.Add(10*time.Hour)), "$2 spent again: paused until raised")
 }
+
+// A budget whose action was set to block while the task waited for it
+// ends the task blocked once, resumed by a person, it spends more.
+func TestBudgetSetToBlockWhilePausedBlocksAfterAResume(t *testing.T) {
+	env, c, in := budgetPaused(t)
+	in.Account = ""
+	c.costAfterResume = 2
+	c.runFor = 2
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(taskapi.SignalBudget, taskapi.BudgetSignal{LimitUSD: 1, Action: costs.Block})
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(taskapi.SignalResume, taskapi.ResumeSignal{Reason: "go on"}) }, 2*time.Hour)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, c.resumedAt, 1, "still spent: the new action did not end the pause, the person did")
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "Budget exceeded ($2.00 spent of $1.00)", res.Outcome.LastError)
+}

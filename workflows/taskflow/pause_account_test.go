@@ -137,6 +137,13 @@ func (c *accountRig) register() {
 			c.stopped = true
 			return nil
 		})
+	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ taskact.AbortRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.stopped = true
+			return nil
+		})
 	env.OnActivity(acts.ResumeConductor, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, _ taskact.ResumeRequest) (taskact.ResumeResult, error) {
 			c.mu.Lock()
