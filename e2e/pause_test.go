@@ -98,7 +98,7 @@ func newHookReceiver(t *testing.T, secret string) *hookReceiver {
 	h := &hookReceiver{seen: map[string]bool{}, secret: secret}
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(req.Body)
-		if err != nil || notify.VerifySignature([]byte(h.secret), body, req.Header.Get(notify.HeaderSignature)) != nil {
+		if err != nil || notify.VerifyRequest([]byte(h.secret), body, req.Header, time.Now()) != nil {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}

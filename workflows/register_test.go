@@ -42,7 +42,13 @@ import (
 // usage limit on an agent account and the one it paused with it
 // (e2e.TestAccountLimitPausesEveryTaskOnTheAccount), and one its budget
 // paused until it was raised (e2e.TestTaskBudgetPauseWaitsForBudgetSet);
-// PAUSE_WRITE_HISTORY=1 rewrites them. account-v0 is an agent account's
+// pause-budget-account is a task its budget paused while its account
+// paused and was resumed, which only a raised budget resumed, and
+// pause-own-limit the task on that account whose own limit paused it
+// (e2e.TestTaskBudgetPauseOutlastsItsAccountsPauseAndResume, recorded once
+// budget pauses kept their end, the pause cap counted own limits and
+// delivery ids carried the chain's nonce); PAUSE_WRITE_HISTORY=1 rewrites
+// them. account-v0 is an agent account's
 // workflow (joins by signal, a resume) recorded by `make run-many` before
 // the account kept its pause in its memo (`KEEP=1`, then `temporal
 // workflow show --output json`).

@@ -20,14 +20,14 @@
 //     that saw an attempt it answered too late skips the repeat. An event
 //     without an id gets one derived from its content, so the same event
 //     sent twice (after a crash, say) gets the same id too.
-//   - The body is signed: X-Karvi-Edda-Signature is "sha256=" and the hex
-//     HMAC-SHA256 of the exact body bytes under the configured secret.
-//     Receivers check it with VerifySignature.
+//   - Each attempt is signed as it is sent: X-Karvi-Edda-Timestamp is the
+//     Unix time in seconds, and X-Karvi-Edda-Signature is "sha256=" and the
+//     hex HMAC-SHA256, under the configured secret, of that timestamp, a
+//     dot and the exact body bytes. Receivers check it with VerifyRequest,
+//     which also refuses a timestamp more than Tolerance from their clock,
+//     so a captured delivery sent again later is refused.
 //   - Attempts are retried on a network error, a timeout, 408, 429 and 5xx,
 //     with exponential backoff and jitter, bounded by MaxBackoff (a 429's or
 //     503's Retry-After is honoured up to that bound) and by MaxAttempts.
 //     Any other answer is final: 2xx delivers, the rest dead-letters.
-//
-// The runtime does not yet send these notifications; the package is ready
-// for the code that pauses tasks.
 package notify

@@ -311,9 +311,8 @@ func (n *Notifier) sendLoop() {
 // deliver tries one event until it is delivered, refused, or out of
 // attempts; reason says why it failed.
 func (n *Notifier) deliver(it item) (attempts int, reason string, ok bool) {
-	sig := Sign(n.secret, it.body)
 	for attempt := 1; ; attempt++ {
-		wait, retry, why := n.attempt(it, sig, attempt)
+		wait, retry, why := n.attempt(it, attempt)
 		if why == "" {
 			return attempt, "", true
 		}
@@ -338,7 +337,7 @@ func (n *Notifier) deliver(it item) (attempts int, reason string, ok bool) {
 
 // attempt sends once. why is empty on success; retry says whether another
 // attempt may help; wait is the receiver's Retry-After, bounded.
-func (n *Notifier) attempt(it item, sig string, attempt int) (wait time.Duration, retry bool, why string) {
+func (n *Notifier) attempt(it item, attempt int) (wait time.Duration, retry bool, why string) {
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.cfg.URL, bytes.NewReader(it.body))
@@ -347,7 +346,11 @@ func (n *Notifier) attempt(it item, sig string, attempt int) (wait time.Duration
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "karvi-edda-temporal-notify/1")
-	req.Header.Set(HeaderSignature, sig)
+	// Signed as it leaves, so that a retry after a long backoff is as
+	// fresh as a first attempt for the receiver's tolerance.
+	ts := time.Now().Unix()
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(n.secret, ts, it.body))
 	req.Header.Set(HeaderDelivery, it.id)
 	req.Header.Set(HeaderEvent, it.kind)
 	req.Header.Set(HeaderAttempt, strconv.Itoa(attempt))

@@ -2,6 +2,9 @@ package notify
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,7 +46,7 @@ func newReceiver(answer func(string, int) int) *receiver {
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if err := VerifySignature([]byte(secret), body, r.Header.Get(HeaderSignature)); err != nil {
+	if err := VerifyRequest([]byte(secret), body, r.Header, time.Now()); err != nil {
 		rc.mu.Lock()
 		rc.badSig++
 		rc.mu.Unlock()
@@ -183,7 +187,9 @@ func TestDeadReceiverLosesNothing(t *testing.T) {
 				var ev Event
 				require.NoError(t, json.Unmarshal(d.Event, &ev))
 				assert.Equal(t, d.Delivery, ev.ID)
-				assert.NoError(t, VerifySignature([]byte(secret), d.Event, Sign([]byte(secret), d.Event)))
+				ts := time.Now().Unix()
+				assert.NoError(t, VerifySignature([]byte(secret), d.Event, strconv.FormatInt(ts, 10), Sign([]byte(secret), ts, d.Event), time.Now(), 0),
+					"a dead letter is the body as it was signed")
 				if d.Reason == "queue full" {
 					assert.Zero(t, d.Attempts)
 				} else {
@@ -309,17 +315,72 @@ func TestRetryAfterAndBackoffBounds(t *testing.T) {
 
 func TestSignature(t *testing.T) {
 	body := []byte(`{"id":"ev-1","kind":"paused"}`)
-	sig := Sign([]byte(secret), body)
+	key := []byte(secret)
+	at := t0.Unix()
+	ts := strconv.FormatInt(at, 10)
+	sig := Sign(key, at, body)
 	assert.True(t, strings.HasPrefix(sig, "sha256="))
 	assert.Len(t, sig, len("sha256=")+64)
-	assert.NoError(t, VerifySignature([]byte(secret), body, sig))
-	assert.NoError(t, VerifySignature([]byte(secret), body, " "+sig+" "))
-	assert.ErrorIs(t, VerifySignature([]byte(secret), []byte(`{"id":"ev-1","kind":"resumed"}`), sig), ErrBadSignature)
-	assert.ErrorIs(t, VerifySignature([]byte("other"), body, sig), ErrBadSignature)
-	assert.ErrorIs(t, VerifySignature([]byte(secret), body, ""), ErrNoSignature)
-	assert.ErrorIs(t, VerifySignature([]byte(secret), body, strings.TrimPrefix(sig, "sha256=")), ErrBadSignature)
-	assert.ErrorIs(t, VerifySignature([]byte(secret), body, "sha256=zz"), ErrBadSignature)
-	assert.ErrorIs(t, VerifySignature([]byte(secret), body, sig[:len(sig)-2]), ErrBadSignature)
+	assert.NoError(t, VerifySignature(key, body, ts, sig, t0, 0))
+	assert.NoError(t, VerifySignature(key, body, " "+ts+" ", " "+sig+" ", t0, 0))
+	assert.NoError(t, VerifySignature(key, body, ts, sig, t0.Add(Tolerance), 0), "within the tolerance")
+	assert.NoError(t, VerifySignature(key, body, ts, sig, t0.Add(-Tolerance), 0), "a receiver's clock a little behind")
+	// What is signed is the timestamp, a dot and the body, as sent.
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(ts + "." + string(body)))
+	assert.Equal(t, "sha256="+hex.EncodeToString(m.Sum(nil)), sig)
+
+	assert.ErrorIs(t, VerifySignature(key, []byte(`{"id":"ev-1","kind":"resumed"}`), ts, sig, t0, 0), ErrBadSignature)
+	assert.ErrorIs(t, VerifySignature([]byte("other"), body, ts, sig, t0, 0), ErrBadSignature)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, "", t0, 0), ErrNoSignature)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, strings.TrimPrefix(sig, "sha256="), t0, 0), ErrBadSignature)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, "sha256=zz", t0, 0), ErrBadSignature)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, sig[:len(sig)-2], t0, 0), ErrBadSignature)
+	// The timestamp is signed: a fresh one on a captured signature fails.
+	later := strconv.FormatInt(at+600, 10)
+	assert.ErrorIs(t, VerifySignature(key, body, later, sig, t0.Add(10*time.Minute), 0), ErrBadSignature)
+	assert.ErrorIs(t, VerifySignature(key, body, "", sig, t0, 0), ErrNoTimestamp)
+	assert.ErrorIs(t, VerifySignature(key, body, "yesterday", sig, t0, 0), ErrNoTimestamp)
+	// The signature is right, but too old, or too far ahead.
+	assert.ErrorIs(t, VerifySignature(key, body, ts, sig, t0.Add(Tolerance+time.Second), 0), ErrStale)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, sig, t0.Add(-Tolerance-time.Second), 0), ErrStale)
+	assert.ErrorIs(t, VerifySignature(key, body, ts, sig, t0.Add(2*time.Minute), time.Minute), ErrStale, "a tolerance of the receiver's")
+}
+
+// A delivery captured on the way (its body and headers, signature and
+// all) and sent again later is refused by the check docs/pauses.md
+// describes, while the delivery itself passes it.
+func TestReplayedDeliveryIsRejected(t *testing.T) {
+	type captured struct {
+		body   []byte
+		header http.Header
+	}
+	got := make(chan captured, 1)
+	srv := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- captured{body, r.Header.Clone()}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	n, err := New(config(t, srv.URL))
+	require.NoError(t, err)
+	require.NoError(t, n.Notify(event(1)))
+	var c captured
+	select {
+	case c = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing delivered")
+	}
+	require.NoError(t, closeIn(t, n, 5*time.Second))
+
+	ts, err := strconv.ParseInt(c.header.Get(HeaderTimestamp), 10, 64)
+	require.NoError(t, err, "the timestamp header")
+	sent := time.Unix(ts, 0)
+	require.NoError(t, VerifyRequest([]byte(secret), c.body, c.header, sent.Add(time.Second)), "the delivery as received")
+	require.ErrorIs(t, VerifyRequest([]byte(secret), c.body, c.header, sent.Add(Tolerance+time.Minute)), ErrStale,
+		"the same delivery replayed later")
+	c.header.Set(HeaderTimestamp, strconv.FormatInt(sent.Add(Tolerance+time.Minute).Unix(), 10))
+	require.ErrorIs(t, VerifyRequest([]byte(secret), c.body, c.header, sent.Add(Tolerance+time.Minute)), ErrBadSignature,
+		"replayed with its timestamp made fresh")
 }
 
 func TestDeliveryID(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -30,6 +31,9 @@ type BudgetState struct {
 	ReportedN   int     `json:"reportedN,omitempty"`
 	// Notes wait for the next point between deliveries.
 	Notes []taskapi.NoteSignal `json:"notes,omitempty"`
+	// Acked is what the task had spent when a person resumed it from a
+	// budget pause: the spent budget acts again only past it.
+	Acked float64 `json:"acked,omitempty"`
 }
 
 // versionNotesInline names the change that reads notes where they are
@@ -142,7 +146,7 @@ func (r *taskRun) checkTaskBudget() (bool, error) {
 	}
 	total := r.taskSpent()
 	level := b.Budget.Level(total)
-	if level <= b.Level {
+	if level <= b.Level || (level == costs.Spent && total <= b.Acked) {
 		return false, nil
 	}
 	b.Level = level
@@ -253,6 +257,7 @@ func (r *taskRun) setBudget(s taskapi.BudgetSignal) {
 	}
 	b.Budget = &nb
 	b.Level = min(b.Level, nb.Level(r.taskSpent()))
+	b.Acked = 0 // a new budget acts from where the spending stands
 	r.log.Info("task budget set", "limit", nb.LimitUSD, "action", nb.Action, "spent", r.taskSpent())
 	r.showDetails()
 }
@@ -267,6 +272,75 @@ func (r *taskRun) budgetRaised() string {
 		return fmt.Sprintf("budget raised to $%.2f ($%.2f spent)", b.LimitUSD, total)
 	}
 	return ""
+}
+
+// A budget pause is a person's to end: a raised budget (budgetRaised) or
+// a resume signal. The agent account's notices do not end it, nor give it
+// a reset to wait for: an account's pause heard meanwhile is remembered
+// (rememberAccountPause), and a budget raised before that pause's end
+// holds the task for the account instead of resuming its conductor into
+// the limit; the account's resume forgets it. A person's resume goes on at
+// once, as it ends any one task's pause, and acknowledges what was spent
+// (BudgetState.Acked): the task goes on past its budget until it spends
+// more than that, then pauses again at the next checkpoint that shows it.
+
+// versionBudgetPauseEnds names the change from which a budget pause ends
+// only as above. Before it, an account's notice ended a budget pause (or
+// gave it the account's reset) and, after any resume, the spent budget
+// was never checked again.
+const versionBudgetPauseEnds = "budget-pause-ends"
+
+// budgetPauseOwnsItsEnd says whether this workflow ends a budget pause
+// only on a raised budget or a resume (versionBudgetPauseEnds). Asked
+// only where a budget pause meets an account's notice or a resume.
+func (r *taskRun) budgetPauseOwnsItsEnd() bool {
+	return workflow.GetVersion(r.ctx, versionBudgetPauseEnds, workflow.DefaultVersion, 1) >= 1
+}
+
+// rememberAccountPause keeps the later of the account's pauses heard
+// during a budget pause; the account's resume forgets them.
+func (r *taskRun) rememberAccountPause(n accountapi.Notice) {
+	switch {
+	case n.Resume:
+		r.st.AccountPause = nil
+		r.log.Info("account resumed; the task still waits for its budget", "account", n.Account)
+	case r.st.AccountPause == nil || n.Until.After(r.st.AccountPause.Until):
+		r.st.AccountPause = &n
+		r.log.Info("account paused; the task still waits for its budget", "account", n.Account, "until", n.Until)
+	}
+}
+
+// endBudgetPause acts on the end of a budget pause, before the task
+// resumes. A person's resume acknowledges what was spent; a raised budget
+// while the account is still paused holds the task for the account
+// (held: the task is paused again, until the account's moment).
+func (r *taskRun) endBudgetPause(why string, byPerson bool) (held bool) {
+	acct := r.st.AccountPause
+	r.st.AccountPause = nil
+	if byPerson {
+		if r.budgetPauseOwnsItsEnd() {
+			b := &r.st.Budget
+			b.Acked = r.taskSpent()
+			// Below Spent, so that more spending acts again; the
+			// warning, given once, is not given again.
+			b.Level = min(b.Level, costs.Warning)
+			r.log.Info("budget pause resumed by a person: the spending so far acknowledged", "spent", b.Acked)
+		}
+		return false
+	}
+	if acct == nil || !acct.Until.After(workflow.Now(r.ctx)) {
+		return false
+	}
+	p := r.st.Pause
+	r.log.Info("budget raised while the account is paused: the task waits for the account", "why", why,
+		"account", acct.Account, "until", acct.Until)
+	r.st.Pauses++
+	r.enterPause(&taskapi.Pause{
+		Reason: taskapi.PausedUsageLimit, Phase: p.Phase, Since: workflow.Now(r.ctx), Until: acct.Until,
+		ResetAt: acct.ResetAt, Source: acct.Source, Text: acct.Text, Count: r.st.Pauses,
+		Account: r.accountKey(), By: acct.By,
+	})
+	return true
 }
 
 // addBudgetReceivers: a pause also hears of a new budget; a budget pause

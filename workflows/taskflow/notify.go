@@ -21,6 +21,27 @@ import (
 // that keeps ids acts on each event once; a replay does not send at all,
 // since the local activity's result is in the history.
 
+// versionChainDeliveryIDs names the change that put the chain's nonce in
+// a task's delivery ids. Every new workflow of a task (a run's next loop,
+// a redispatch after the last one ended, an intake send-back, a schedule's
+// fire) has the same workflow id and counts its pauses, stalls and
+// attempts from the start again, so without the nonce its ids were those
+// of the workflow before, and a receiver that skips ids it has seen
+// dropped its events.
+const versionChainDeliveryIDs = "chain-delivery-ids"
+
+// deliveryID is the delivery id of the task's n-th event of its kind:
+// the workflow id, the nonce of its chain (which continue-as-new keeps and
+// no other workflow of the task has, identity.go), the kind and n.
+func (r *taskRun) deliveryID(kind string, n int) string {
+	info := workflow.GetInfo(r.ctx)
+	if nonce := chainNonce(info); nonce != "" &&
+		workflow.GetVersion(r.ctx, versionChainDeliveryIDs, workflow.DefaultVersion, 1) >= 1 {
+		return fmt.Sprintf("%s-%s-%s-%d", info.WorkflowExecution.ID, nonce, kind, n)
+	}
+	return fmt.Sprintf("%s-%s-%d", info.WorkflowExecution.ID, kind, n)
+}
+
 // notifyBlocked tells that the task ended blocked and needs a person. A
 // task of a run is the run's to report (its tasks loop, and the run's end
 // says which failed); an abort is a person's own doing.
@@ -31,7 +52,7 @@ func (r *taskRun) notifyBlocked(o mapping.Outcome) {
 	}
 	a := &r.st.Current
 	flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
-		ID:   fmt.Sprintf("%s-blocked-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
+		ID:   r.deliveryID("blocked", a.N),
 		Kind: "blocked", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Reason: flowkit.FirstNonBlank(o.BlockerReason, o.LastError, "task ended blocked"),
 		Details: map[string]string{"plan": a.PlanName(), "phase": o.PhaseID,
@@ -47,7 +68,7 @@ func (r *taskRun) notifyHostLost(host, reason string) {
 	}
 	a := &r.st.Current
 	flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
-		ID:   fmt.Sprintf("%s-host_lost-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, a.N),
+		ID:   r.deliveryID("host_lost", a.N),
 		Kind: "host_lost", Time: workflow.Now(r.ctx).UTC(), TaskID: r.st.Dispatch.TaskID,
 		Host: host, Reason: reason,
 		Details: map[string]string{"plan": a.PlanName(), "attempt": strconv.Itoa(a.N),

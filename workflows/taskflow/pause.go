@@ -44,10 +44,12 @@ func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notic
 	// not the attempt's outcome.
 	a.Outcome, a.Conductor, a.Drained, a.FinalState, a.Stopped = nil, nil, false, nil, false
 	r.st.Pauses++
+	if from == nil {
+		r.st.OwnLimits++
+	}
 	now := workflow.Now(r.ctx)
-	if r.st.Pauses > r.st.Tuning.MaxPausesOrDefault() {
+	if msg := r.pauseCapMessage(lim, from == nil); msg != "" {
 		o := mapping.UnfinishedOutcome(lim.Phase, 0, "")
-		msg := fmt.Sprintf("Phase %s stopped on a usage limit %d times; giving up (%s)", lim.Phase, r.st.Pauses, lim.Text)
 		o.LastError, o.BlockerReason = msg, msg
 		r.decide(o)
 		return nil
@@ -71,6 +73,32 @@ func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notic
 		r.reportLimit(p)
 	}
 	return nil
+}
+
+// versionOwnLimitCap names the change from which the pause cap counts
+// the task's own usage limits only. Before it, every pause counted (its
+// account's, a hold before the start, its budget's), so a task on a busy
+// account could end blocked at its first limit of its own.
+const versionOwnLimitCap = "own-limit-cap"
+
+// pauseCapMessage is the blocker of a task past its pause cap, "" while
+// it may pause. own: this pause is the task's own usage limit.
+func (r *taskRun) pauseCapMessage(lim taskact.UsageLimit, own bool) string {
+	limit := r.st.Tuning.MaxPausesOrDefault()
+	text := ""
+	if lim.Text != "" {
+		text = " (" + lim.Text + ")"
+	}
+	if workflow.GetVersion(r.ctx, versionOwnLimitCap, workflow.DefaultVersion, 1) < 1 {
+		if r.st.Pauses <= limit {
+			return ""
+		}
+		return fmt.Sprintf("Phase %s stopped on a usage limit %d times; giving up (%s)", lim.Phase, r.st.Pauses, lim.Text)
+	}
+	if !own || r.st.OwnLimits <= limit {
+		return ""
+	}
+	return fmt.Sprintf("Phase %s stopped on its own usage limit %d times; giving up%s", lim.Phase, r.st.OwnLimits, text)
 }
 
 // interruptAndDrain stops the conductor with SIGINT, its graceful stop,
@@ -167,8 +195,9 @@ const maxDrains = 20
 // paused waits for the pause to end: its timer, a resume signal, the
 // account's resume, or an abort or redispatch, which the loop then acts
 // on. An account's later pause extends the wait. A pause without an end
-// (a budget's) waits for a resume or a raised budget. Once it ends, an
-// attempt that gave its slot back takes one again before it resumes.
+// (a budget's) waits for a resume or a raised budget, whatever its
+// account says (budget.go). Once it ends, an attempt that gave its slot
+// back takes one again before it resumes.
 func (r *taskRun) paused() error {
 	p := r.st.Pause
 	if p == nil {
@@ -180,6 +209,7 @@ func (r *taskRun) paused() error {
 	}
 	resumeCh := workflow.GetSignalChannel(r.ctx, taskapi.SignalResume)
 	reason := r.budgetRaised()
+	byPerson := false
 	for reason == "" && !r.st.Signals.PendingAbort && !r.st.Signals.PendingRedispatch {
 		var timer workflow.Future
 		if !p.Until.IsZero() {
@@ -201,7 +231,7 @@ func (r *taskRun) paused() error {
 			sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
 				var s taskapi.ResumeSignal
 				c.Receive(r.ctx, &s)
-				reason = "resumed by signal"
+				reason, byPerson = "resumed by signal", true
 				if s.Reason != "" {
 					reason += ": " + s.Reason
 				}
@@ -211,6 +241,10 @@ func (r *taskRun) paused() error {
 				sel.AddReceive(r.accountCh, func(c workflow.ReceiveChannel, _ bool) {
 					var n accountapi.Notice
 					c.Receive(r.ctx, &n)
+					if p.Reason == taskapi.PausedBudget && r.budgetPauseOwnsItsEnd() {
+						r.rememberAccountPause(n)
+						return
+					}
 					switch {
 					case n.Resume:
 						reason = "account " + n.Account + " resumed"
@@ -232,8 +266,13 @@ func (r *taskRun) paused() error {
 	if reason == "" {
 		// An abort or redispatch: the loop acts on it; there is no
 		// conductor to stop.
-		r.st.Pause = nil
+		r.st.Pause, r.st.AccountPause = nil, nil
 		return nil
+	}
+	if p.Reason == taskapi.PausedBudget {
+		if held := r.endBudgetPause(reason, byPerson); held {
+			return nil
+		}
 	}
 	return r.resumeWithSlot(reason)
 }
@@ -328,10 +367,10 @@ func (r *taskRun) briefNote(action, detail string) {
 
 // notify tells the person watching the tasks, through the worker's
 // webhook, in a local activity that only queues the event: the task never
-// waits on the receiver. The delivery id is the workflow's and the pause's,
-// the same on every retry.
+// waits on the receiver. The delivery id is the workflow chain's and the
+// pause's, the same on every retry (deliveryID).
 func (r *taskRun) notify(kind, reason string, resetAt time.Time, details map[string]string) {
-	id := fmt.Sprintf("%s-%s-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, kind, r.st.Pauses)
+	id := r.deliveryID(kind, r.st.Pauses)
 	ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{
 		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},

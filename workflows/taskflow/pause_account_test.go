@@ -52,6 +52,20 @@ type accountRig struct {
 	claims []taskact.ClaimHostRequest
 	// statusLeaves: the accounts the status writes left.
 	statusLeaves []string
+	// deliverEvery is how long a delivery takes (1 s when unset).
+	deliverEvery time.Duration
+	// stopped: the conductor was interrupted and not resumed since.
+	stopped bool
+	// completeAfterResumes: the plan completes only after that many
+	// resumes (1 when unset), and runFor deliveries after the last one.
+	completeAfterResumes, runFor, sinceResume int
+	// costAfterResume: what deliveries report spent once resumed.
+	costAfterResume float64
+	// limitAt: the first delivery from then on meets a usage limit of the
+	// task's own, with its reset limitReset later.
+	limitAt    time.Time
+	limitReset time.Duration
+	limitMet   bool
 }
 
 func (c *accountRig) register() {
@@ -120,6 +134,14 @@ func (c *accountRig) register() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.interrupted = append(c.interrupted, env.Now())
+			c.stopped = true
+			return nil
+		})
+	env.OnActivity(acts.AbortConductor, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, _ taskact.AbortRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.stopped = true
 			return nil
 		})
 	env.OnActivity(acts.ResumeConductor, mock.Anything, mock.Anything).Return(
@@ -127,23 +149,38 @@ func (c *accountRig) register() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.resumedAt = append(c.resumedAt, env.Now())
+			c.stopped, c.sinceResume = false, 0
 			return taskact.ResumeResult{Conductor: &taskact.ConductorHandle{PID: 200, PGID: 200}}, nil
 		})
-	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).After(time.Second).Return(
+	env.OnActivity(acts.DeliverEvents, mock.Anything, mock.Anything).AfterFn(func() time.Duration {
+		if c.deliverEvery > 0 {
+			return c.deliverEvery
+		}
+		return time.Second
+	}).Return(
 		func(_ context.Context, req taskact.DeliverRequest) (taskact.DeliverResult, error) {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			res := taskact.DeliverResult{Brief: req.Brief, LimitWatch: taskact.LimitWatch{WatchLimits: true}}
-			if c.costUSD > 0 {
-				res.Brief = req.Brief.Clone()
-				res.Brief.Brief.Cost.ByPhase = map[string]float64{res.Brief.PhaseOrder[0]: c.costUSD}
+			cost := c.costUSD
+			if c.costAfterResume > 0 && len(c.resumedAt) > 0 {
+				cost = c.costAfterResume
 			}
+			if cost > 0 {
+				res.Brief = req.Brief.Clone()
+				res.Brief.Brief.Cost.ByPhase = map[string]float64{res.Brief.PhaseOrder[0]: cost}
+			}
+			c.sinceResume++
 			switch {
-			case len(c.resumedAt) > 0 || c.completeAtOnce:
+			case c.stopped:
+				res.Exited = true // gone on SIGINT, its phase back to pending
+			case !c.limitAt.IsZero() && !c.limitMet && !env.Now().Before(c.limitAt):
+				c.limitMet = true
+				res.Exited = true
+				res.Limit = &taskact.UsageLimit{Phase: "test", ResetAt: env.Now().Add(c.limitReset).UTC(), Source: "sign:rate_limit_event"}
+			case (len(c.resumedAt) > 0 && len(c.resumedAt) >= c.completeAfterResumes && c.sinceResume > c.runFor) || c.completeAtOnce:
 				o := mapping.CompletedOutcome()
 				res.Outcome, res.Exited = &o, true
-			case len(c.interrupted) > 0:
-				res.Exited = true // gone on SIGINT, its phase back to pending
 			}
 			return res, nil
 		})

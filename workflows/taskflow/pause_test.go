@@ -182,7 +182,8 @@ func TestPauseCapBlocksTheTask(t *testing.T) {
 	var res taskapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
-	require.Contains(t, res.Outcome.LastError, "usage limit 3 times")
+	require.Contains(t, res.Outcome.LastError, "Phase test stopped on its own usage limit 3 times; giving up")
+	require.Equal(t, res.Outcome.LastError, res.Outcome.BlockerReason)
 	require.Len(t, c.resumes, 2)
 }
 

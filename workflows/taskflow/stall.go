@@ -142,7 +142,7 @@ func (r *taskRun) stallEnded() {
 // notifyStall sends a stall's notification, in a local activity that only
 // queues it, as notify does; its delivery id names the task's stall.
 func (r *taskRun) notifyStall(kind, reason string, details map[string]string) {
-	id := fmt.Sprintf("%s-%s-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, kind, r.st.Stalls)
+	id := r.deliveryID(kind, r.st.Stalls)
 	ctx := workflow.WithLocalActivityOptions(r.ctx, workflow.LocalActivityOptions{
 		Summary: kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},

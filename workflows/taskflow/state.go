@@ -6,6 +6,7 @@ import (
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -46,6 +47,12 @@ type State struct {
 	// counts every pause of the task.
 	Pause  *taskapi.Pause `json:"pause,omitempty"`
 	Pauses int            `json:"pauses,omitempty"`
+	// OwnLimits counts the usage limits the task's own agents met, the
+	// pauses Tuning.MaxPauses caps (pause.go).
+	OwnLimits int `json:"ownLimits,omitempty"`
+	// AccountPause is the account's pause heard while the task waits for
+	// its budget: a raised budget then waits for it too (budget.go).
+	AccountPause *accountapi.Notice `json:"accountPause,omitempty"`
 	// Stalls counts the task's stalls, over its attempts (stall.go).
 	Stalls int `json:"stalls,omitempty"`
 	// Account is the agent account the task's conductors run on, as the

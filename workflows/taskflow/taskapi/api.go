@@ -142,8 +142,9 @@ type Tuning struct {
 	SlotAskEvery time.Duration `json:"slotAskEvery,omitempty"`
 	// PauseMargin is added to a usage limit's reset before the paused task
 	// resumes (default 1 minute); PauseWait is the pause when the reset is
-	// unknown (default 30 minutes); MaxPauses ends a task that paused that
-	// many times blocked (default 10).
+	// unknown (default 30 minutes); MaxPauses ends blocked a task whose own
+	// agents met a usage limit more than that many times (default 10; its
+	// account's pauses and budget pauses are not counted).
 	PauseMargin time.Duration `json:"pauseMargin,omitempty"`
 	PauseWait   time.Duration `json:"pauseWait,omitempty"`
 	MaxPauses   int           `json:"maxPauses,omitempty"`
