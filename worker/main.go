@@ -197,6 +197,11 @@ func run(c config) error {
 	}
 	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
 	if c.intakeKarvi {
+		if err := oneBoardPerNamespace(ctx, cl, conn.Options.DataConverter, conn.Options.Namespace, c.karviURL); err != nil {
+			stopAll(hw, pw, w)
+			<-swept
+			return err
+		}
 		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
 			stopAll(hw, pw, w)
 			<-swept
