@@ -136,6 +136,12 @@ func run(c config) error {
 		defer shutdown()
 	}
 
+	if c.intakeKarvi {
+		if err := oneBoardPerNamespace(ctx, cl, conn.Options.DataConverter, conn.Options.Namespace, c.karviURL); err != nil {
+			return err
+		}
+	}
+
 	host, err := hostOf(c)
 	if err != nil {
 		return err
@@ -197,12 +203,8 @@ func run(c config) error {
 	}
 	swept := sweepStaleRuns(ctx, cl, acts, host, logger)
 	if c.intakeKarvi {
-		if err := oneBoardPerNamespace(ctx, cl, conn.Options.DataConverter, conn.Options.Namespace, c.karviURL); err != nil {
-			stopAll(hw, pw, w)
-			<-swept
-			return err
-		}
 		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
+			stop() // the sweep ends with the context
 			stopAll(hw, pw, w)
 			<-swept
 			return err
