@@ -62,10 +62,11 @@ var (
 )
 
 // FuzzReconcile drives the intake with random boards delivered in random
-// order (old snapshots again, duplicates) and random workflow ends, and
-// checks after every tick that no task is claimed twice, that nothing is
-// done to a task that is not ours, and that the state stays bounded,
-// deterministic and serialisable.
+// order (old snapshots again, duplicates), random workflow ends and random
+// starts refused (the workflow id taken by someone else), and checks after
+// every tick that no task is claimed twice, that nothing is done to a task
+// that is not ours, that every claim has a key of its own, and that the
+// state stays bounded, deterministic and serialisable.
 func FuzzReconcile(f *testing.F) {
 	f.Add([]byte{1, 0, 1, 3, 1, 1, 9, 2, 0, 0, 4, 0, 7, 0, 2, 1, 0, 3, 1, 1, 8, 0})
 	f.Add([]byte{5, 1, 1, 5, 2, 1, 0, 1, 3, 1, 1, 2, 0, 4, 1, 6, 1, 1, 1, 4, 8, 2, 1, 9, 1})
@@ -112,7 +113,7 @@ func FuzzReconcile(f *testing.F) {
 
 		for step := 0; !s.done() && step < 200; step++ {
 			id := fuzzIDs[s.next()%len(fuzzIDs)]
-			switch op := s.next() % 10; op {
+			switch op := s.next() % 11; op {
 			case 0: // add or replace a task
 				tk := &Task{ID: id, Title: "t " + id, Assignee: []string{"h", "bot", ""}[s.next()%3],
 					RuntimeHint: fuzzHints[s.next()%len(fuzzHints)], ProjectID: fuzzProjects[s.next()%len(fuzzProjects)]}
@@ -151,6 +152,27 @@ func FuzzReconcile(f *testing.F) {
 				if tk, ok := tasks[id]; ok && len(tk.History) > 0 {
 					tk.History = tk.History[1:]
 				}
+			case 10: // a start refused: the workflow id runs for someone else
+				c, ok := st.Claim(id)
+				if !ok || c.Phase != PhaseRunning {
+					continue
+				}
+				refused := false
+				if c.RunWorkflowID == "" {
+					st, refused = st.Refused(id, "workflow id in use"), true
+				} else {
+					// A run is refused by the apply of its start, while
+					// its project and run claim are there.
+					for _, r := range st.Runs {
+						if r.WorkflowID == c.RunWorkflowID && r.Refused == "" {
+							st, refused = st.RefusedRun(r.ProjectID, "run workflow id in use"), true
+						}
+					}
+				}
+				if c, _ := st.Claim(id); refused && c.Phase != PhaseRefused {
+					t.Fatalf("a refused start left %s %s", id, c.Phase)
+				}
+				continue
 			}
 			b := snapshot()
 			history = append(history, b)
@@ -245,6 +267,7 @@ func tick(t *testing.T, b Board, st *State, cfg Config, claimedOnce map[string]b
 			}
 		}
 	}
+	checkKeys(t, before, next, acts)
 	if !stale {
 		for _, c := range next.Claims {
 			if _, on := b.Task(c.TaskID); !on {
@@ -266,6 +289,54 @@ func tick(t *testing.T, b Board, st *State, cfg Config, claimedOnce map[string]b
 		t.Fatalf("state does not round-trip: %v\n%s", err, data)
 	}
 	*st = next
+}
+
+// checkKeys checks that keys are handed out once: every claim and run
+// holds a key of its own, no higher than the state's last, and an action
+// carries the key of the claim (or run) it acts for.
+func checkKeys(t *testing.T, before, next State, acts []Action) {
+	t.Helper()
+	if next.LastKey < before.LastKey {
+		t.Fatalf("last key went back from %d to %d", before.LastKey, next.LastKey)
+	}
+	seen := map[int64]string{}
+	mark := func(k int64, who string) {
+		if k == 0 || k > next.LastKey {
+			t.Fatalf("%s: key %d (last handed out %d)", who, k, next.LastKey)
+		}
+		if o, dup := seen[k]; dup {
+			t.Fatalf("key %d held by %s and %s", k, o, who)
+		}
+		seen[k] = who
+	}
+	for _, c := range next.Claims {
+		mark(c.Key, "task "+c.TaskID)
+		if old, ok := before.Claim(c.TaskID); ok && old.Key != c.Key && c.Key <= before.LastKey {
+			t.Fatalf("task %s took key %d, handed out before", c.TaskID, c.Key)
+		}
+	}
+	for _, r := range next.Runs {
+		if r.Refused == "" || r.Key != 0 {
+			mark(r.Key, "run "+r.ProjectID)
+		}
+	}
+	for _, a := range acts {
+		switch a.Kind {
+		case KindStart, KindRedispatch, KindAbort:
+			c, ok := next.Claim(a.TaskID)
+			if !ok && a.Kind == KindAbort {
+				c, ok = before.Claim(a.TaskID) // deleted from the board: forgotten
+			}
+			if !ok || c.Key != a.Key {
+				t.Fatalf("%s of %s carries key %d, its claim %d", a.Kind, a.TaskID, a.Key, c.Key)
+			}
+		case KindStartRun:
+			r, ok := next.Run(a.ProjectID)
+			if !ok || r.Key != a.Key || a.Key <= before.LastKey {
+				t.Fatalf("start_run of %s carries key %d, its run %d (last before %d)", a.ProjectID, a.Key, r.Key, before.LastKey)
+			}
+		}
+	}
 }
 
 // normal makes empty and nil slices equal for comparison.

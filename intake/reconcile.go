@@ -68,6 +68,10 @@ type Action struct {
 	// Paused starts a run paused (its project is paused on the board).
 	Paused bool   `json:"paused,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Key is the claim's key (the run's, for a project): the executor
+	// marks the workflows it starts with it and acts only on a workflow
+	// that carries it.
+	Key int64 `json:"key,omitempty"`
 }
 
 // Reconcile compares one board snapshot with what the intake has claimed
@@ -162,7 +166,7 @@ func (r *reconciler) claims(st State) {
 		t, ok := r.task(c.TaskID)
 		if !ok {
 			if c.Phase == PhaseRunning && !c.Aborted {
-				r.add(Action{Kind: KindAbort, TaskID: c.TaskID, WorkflowID: wf, Reason: "task deleted from the board while it ran"})
+				r.add(Action{Kind: KindAbort, TaskID: c.TaskID, WorkflowID: wf, Key: c.Key, Reason: "task deleted from the board while it ran"})
 			}
 			r.forget(c.TaskID)
 			continue
@@ -171,7 +175,7 @@ func (r *reconciler) claims(st State) {
 		case PhaseRunning:
 			if t.Status == StatusCancelled && !c.Aborted {
 				c.Aborted = true
-				r.add(Action{Kind: KindAbort, TaskID: c.TaskID, WorkflowID: wf, Reason: "cancelled on the board" + lastReason(t, StatusCancelled)})
+				r.add(Action{Kind: KindAbort, TaskID: c.TaskID, WorkflowID: wf, Key: c.Key, Reason: "cancelled on the board" + lastReason(t, StatusCancelled)})
 			}
 		case PhaseEnded:
 			if past(t.Status, c.Final) {
@@ -207,11 +211,13 @@ func (r *reconciler) redispatch(t Task, c *Claim, wf string) {
 	}
 	d.Mode = mapping.ModeRedispatch
 	d.PlanID = planID(t.ID, c.Attempt)
-	r.add(Action{Kind: KindRedispatch, TaskID: t.ID, WorkflowID: wf, Attempt: c.Attempt, Dispatch: &d, Reason: "sent back by the board" + lastReason(t, StatusNeedsRevision)})
+	r.add(Action{Kind: KindRedispatch, TaskID: t.ID, WorkflowID: wf, Attempt: c.Attempt, Key: c.Key, Dispatch: &d, Reason: "sent back by the board" + lastReason(t, StatusNeedsRevision)})
 }
 
-// start claims a task on its own: a start, or a block when its plan is bad.
+// start claims a task on its own, as a new claim with a key of its own: a
+// start, or a block when its plan is bad.
 func (r *reconciler) start(t Task, c *Claim) {
+	c.Key = r.next.newKey()
 	c.Mark = len(t.History)
 	c.Final, c.Settled, c.Aborted = "", false, false
 	d, err := BuildDispatch(t, r.b, r.cfg)
@@ -222,7 +228,7 @@ func (r *reconciler) start(t Task, c *Claim) {
 	}
 	d.PlanID = planID(t.ID, c.Attempt)
 	c.Phase, c.Reason = PhaseRunning, ""
-	r.add(Action{Kind: KindStart, TaskID: t.ID, WorkflowID: WorkflowID(t.ID), Attempt: c.Attempt, Dispatch: &d})
+	r.add(Action{Kind: KindStart, TaskID: t.ID, WorkflowID: WorkflowID(t.ID), Attempt: c.Attempt, Key: c.Key, Dispatch: &d})
 }
 
 func planID(taskID string, attempt int) string {
@@ -345,7 +351,7 @@ func (r *reconciler) newRun(p Project) {
 			if _, claimed := r.next.Claim(t.ID); claimed || !Ours(t, r.cfg) {
 				continue
 			}
-			r.next.put(Claim{TaskID: t.ID, Phase: PhaseRefused, Attempt: 1, Mark: len(t.History), Reason: reason})
+			r.next.put(Claim{TaskID: t.ID, Phase: PhaseRefused, Attempt: 1, Mark: len(t.History), Reason: reason, Key: r.next.newKey()})
 			r.add(Action{Kind: KindBlock, TaskID: t.ID, ProjectID: p.ID, Attempt: 1, Reason: "project " + p.ID + " not run: " + reason})
 		}
 	}
@@ -379,10 +385,11 @@ func (r *reconciler) newRun(p Project) {
 	rc := RunClaim{ProjectID: p.ID, WorkflowID: run.WorkflowID(), Paused: p.Status == ProjectPaused}
 	for _, t := range tasks {
 		rc.Tasks = append(rc.Tasks, t.ID)
-		r.next.put(Claim{TaskID: t.ID, RunWorkflowID: rc.WorkflowID, Phase: PhaseRunning, Attempt: 1, Mark: len(t.History)})
+		r.next.put(Claim{TaskID: t.ID, RunWorkflowID: rc.WorkflowID, Phase: PhaseRunning, Attempt: 1, Mark: len(t.History), Key: r.next.newKey()})
 	}
+	rc.Key = r.next.newKey()
 	r.next.putRun(rc)
-	r.add(Action{Kind: KindStartRun, ProjectID: p.ID, WorkflowID: rc.WorkflowID, RunFile: file, Paused: rc.Paused})
+	r.add(Action{Kind: KindStartRun, ProjectID: p.ID, WorkflowID: rc.WorkflowID, RunFile: file, Paused: rc.Paused, Key: rc.Key})
 }
 
 func (r *reconciler) followRun(p Project, rc RunClaim) {
@@ -404,7 +411,7 @@ func (r *reconciler) followRun(p Project, rc RunClaim) {
 			continue
 		}
 		reason := fmt.Sprintf("task %s joined project %s after its run %s started; a run's tasks are fixed when it starts, so post the task in a new project", t.ID, p.ID, rc.WorkflowID)
-		r.next.put(Claim{TaskID: t.ID, Phase: PhaseRefused, Attempt: 1, Mark: len(t.History), Reason: reason})
+		r.next.put(Claim{TaskID: t.ID, Phase: PhaseRefused, Attempt: 1, Mark: len(t.History), Reason: reason, Key: r.next.newKey()})
 		if Ours(t, r.cfg) {
 			r.add(Action{Kind: KindBlock, TaskID: t.ID, ProjectID: p.ID, Attempt: 1, Reason: reason})
 		} else {

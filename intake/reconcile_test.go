@@ -47,7 +47,7 @@ func TestReconcileRealBoard(t *testing.T) {
 	assert.Contains(t, acts[1].Reason, "cancelled on a task this runtime never claimed")
 	c, ok := st.Claim("T2")
 	require.True(t, ok)
-	assert.Equal(t, Claim{TaskID: "T2", Phase: PhaseRunning, Attempt: 1, Mark: 2}, c)
+	assert.Equal(t, Claim{TaskID: "T2", Phase: PhaseRunning, Attempt: 1, Mark: 2, Key: 1}, c)
 	assert.Equal(t, int64(42), st.Version)
 
 	// The same board again (karvi sometimes sends it twice): no new claim.
@@ -322,7 +322,7 @@ func TestStateEncodes(t *testing.T) {
 	_, st := Reconcile(b, State{}, Config{})
 	data, err := json.Marshal(st)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"version":42,"claims":[{"taskId":"T2","phase":"running","attempt":1,"mark":2}]}`, string(data))
+	assert.JSONEq(t, `{"version":42,"lastKey":1,"claims":[{"taskId":"T2","phase":"running","attempt":1,"mark":2,"key":1}]}`, string(data))
 	var back State
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.Equal(t, st, back)

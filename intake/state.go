@@ -26,9 +26,11 @@ type State struct {
 	// stale and Reconcile takes no action on it.
 	Version int64 `json:"version"`
 	// Stale counts the boards in a row older than Version (see StaleLimit).
-	Stale  int        `json:"stale,omitempty"`
-	Claims []Claim    `json:"claims,omitempty"`
-	Runs   []RunClaim `json:"runs,omitempty"`
+	Stale int `json:"stale,omitempty"`
+	// LastKey is the last claim key handed out (see Claim.Key).
+	LastKey int64      `json:"lastKey,omitempty"`
+	Claims  []Claim    `json:"claims,omitempty"`
+	Runs    []RunClaim `json:"runs,omitempty"`
 }
 
 // Claim is one task the intake has taken.
@@ -57,6 +59,12 @@ type Claim struct {
 	// attempt's, and is not taken for its end.
 	EndedRunID string `json:"endedRunId,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Key is the claim's own number, never handed out twice by one
+	// intake: the workflows started for the claim carry it in their memo,
+	// so the intake tells them from a workflow of the same id that
+	// someone else started (a task run by hand, another board, an older
+	// task of a reused id). 0 for claims made before keys existed.
+	Key int64 `json:"key,omitempty"`
 }
 
 // RunClaim is one project turned into a run.
@@ -68,6 +76,8 @@ type RunClaim struct {
 	// Refused is set when the project could not become a run; it is
 	// reported once.
 	Refused string `json:"refused,omitempty"`
+	// Key marks the run workflow the intake started (see Claim.Key).
+	Key int64 `json:"key,omitempty"`
 }
 
 // Claim returns the claim of a task.
@@ -113,7 +123,7 @@ func (s State) EndedAs(taskID, final, runID string) State {
 }
 
 func (s State) clone() State {
-	out := State{Version: s.Version, Stale: s.Stale}
+	out := State{Version: s.Version, Stale: s.Stale, LastKey: s.LastKey}
 	out.Claims = append([]Claim(nil), s.Claims...)
 	sort.SliceStable(out.Claims, func(i, j int) bool { return out.Claims[i].TaskID < out.Claims[j].TaskID })
 	for _, r := range s.Runs {
@@ -121,6 +131,12 @@ func (s State) clone() State {
 		out.Runs = append(out.Runs, r)
 	}
 	return out
+}
+
+// newKey hands out the next claim key.
+func (s *State) newKey() int64 {
+	s.LastKey++
+	return s.LastKey
 }
 
 func (s *State) put(c Claim) {
@@ -143,4 +159,41 @@ func (s *State) putRun(r RunClaim) {
 	}
 	s.Runs = append(s.Runs, r)
 	sort.Slice(s.Runs, func(i, j int) bool { return s.Runs[i].ProjectID < s.Runs[j].ProjectID })
+}
+
+// Refused records that the start of a claimed task was refused, and the
+// task blocked on karvi with reason: its workflow id was taken by a
+// workflow this claim did not start (see Action.Key). The claim is then
+// refused as a bad task is: nothing of it runs, a cancel aborts nothing,
+// and the task is taken again, as a new claim, when a person moves it on
+// from blocked. A claim not running is left as it is.
+func (s State) Refused(taskID, reason string) State {
+	out := s.clone()
+	for i := range out.Claims {
+		if c := &out.Claims[i]; c.TaskID == taskID && c.Phase == PhaseRunning {
+			c.Phase, c.Reason = PhaseRefused, reason
+		}
+	}
+	return out
+}
+
+// RefusedRun records that a project's run could not start for reason
+// (its workflow id was taken by a workflow this intake did not start):
+// the run and every task claimed with it are refused, as a project the
+// rules refuse.
+func (s State) RefusedRun(projectID, reason string) State {
+	out := s.clone()
+	for i := range out.Runs {
+		r := &out.Runs[i]
+		if r.ProjectID != projectID || r.Refused != "" {
+			continue
+		}
+		r.Refused = reason
+		for j := range out.Claims {
+			if c := &out.Claims[j]; c.RunWorkflowID == r.WorkflowID && c.Phase == PhaseRunning {
+				c.Phase, c.Reason = PhaseRefused, reason
+			}
+		}
+	}
+	return out
 }

@@ -136,6 +136,12 @@ func run(c config) error {
 		defer shutdown()
 	}
 
+	if c.intakeKarvi {
+		if err := oneBoardPerNamespace(ctx, cl, conn.Options.DataConverter, conn.Options.Namespace, c.karviURL); err != nil {
+			return err
+		}
+	}
+
 	host, err := hostOf(c)
 	if err != nil {
 		return err
@@ -202,6 +208,7 @@ func run(c config) error {
 	swept := sweepStaleRuns(ctx, cl, acts, host, sweepEvery, logger)
 	if c.intakeKarvi {
 		if err := startIntake(ctx, cl, c, conn.TaskQueue, logger); err != nil {
+			stop() // the sweep ends with the context
 			stopAll(hw, pw, w)
 			<-swept
 			return err

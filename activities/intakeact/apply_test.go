@@ -64,7 +64,7 @@ func TestFollowerAbortsARunTaskOnceItStarted(t *testing.T) {
 	ended, err := a.ended(context.Background(), intake.State{Claims: []intake.Claim{
 		{TaskID: "R3", RunWorkflowID: "karvi-run-p", Phase: intake.PhaseRunning, Attempt: 1, Aborted: true},
 		{TaskID: "S1", Phase: intake.PhaseRunning, Attempt: 1, Aborted: true},
-	}})
+	}}, "")
 	require.NoError(t, err)
 	require.Empty(t, ended)
 	c.AssertExpectations(t)
@@ -173,7 +173,7 @@ func TestFollowerDoesNotReportTheEndedWorkflowOfASentBackTask(t *testing.T) {
 	ended, err := a.ended(context.Background(), intake.State{Claims: []intake.Claim{
 		{TaskID: "R4", RunWorkflowID: "karvi-run-p", Phase: intake.PhaseRunning, Attempt: 2, EndedRunID: "old-r4"},
 		{TaskID: "R5", RunWorkflowID: "karvi-run-p", Phase: intake.PhaseRunning, Attempt: 2, EndedRunID: "old-r5"},
-	}})
+	}}, "")
 	require.NoError(t, err)
 	require.Equal(t, []intakeapi.Ended{{TaskID: "R5", How: "failed", RunID: "new-r5"}}, ended,
 		"R4's only workflow is the one that ended before; R5's new one ended")

@@ -78,7 +78,7 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 		var ended []intakeapi.Ended
 		if withEnded {
 			var err error
-			if ended, err = a.ended(ctx, in.State); err != nil {
+			if ended, err = a.ended(ctx, in.State, in.Owner); err != nil {
 				activity.GetLogger(ctx).Warn("intake: describing task workflows failed", "error", err)
 			}
 		}
@@ -246,8 +246,12 @@ func normRuns(r []intake.RunClaim) []intake.RunClaim {
 
 // ended describes the task workflow of every running claim and reports
 // those that closed. A task of a run whose workflow the run has not
-// started yet is not ended.
-func (a *Activities) ended(ctx context.Context, st intake.State) ([]intakeapi.Ended, error) {
+// started yet is not ended. A claim with a key (see intake.Claim.Key)
+// follows only its own workflow: one of the same id someone else started
+// is not the claim's (for a run's task, one the run did not start is not
+// started yet); when someone else's is the latest, the claim's own has
+// closed before it, and is reported ended with no status.
+func (a *Activities) ended(ctx context.Context, st intake.State, owner string) ([]intakeapi.Ended, error) {
 	var out []intakeapi.Ended
 	var errs []error
 	for _, c := range st.Claims {
@@ -268,11 +272,25 @@ func (a *Activities) ended(ctx context.Context, st intake.State) ([]intakeapi.En
 			continue
 		}
 		info := desc.GetWorkflowExecutionInfo()
+		if keyed(owner, c.Key) && !marked(info, owner, c.Key) {
+			if c.RunWorkflowID != "" && !ofRun(info, c.RunWorkflowID) {
+				continue // not started by its run yet
+			}
+			if c.RunWorkflowID == "" {
+				out = append(out, intakeapi.Ended{TaskID: c.TaskID, How: fmt.Sprintf("closed (%s run %s, the latest, was started %s)",
+					id, info.GetExecution().GetRunId(), startedBy(info, owner))})
+				continue
+			}
+		}
 		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			if c.Aborted && c.RunWorkflowID != "" {
 				// Cancelled on the board before its run started it: the
 				// run has now. The abort is idempotent in the task.
-				err := a.Temporal.SignalWorkflow(ctx, id, "", taskapi.SignalAbort,
+				runID := ""
+				if keyed(owner, c.Key) {
+					runID = info.GetExecution().GetRunId()
+				}
+				err := a.Temporal.SignalWorkflow(ctx, id, runID, taskapi.SignalAbort,
 					taskapi.AbortSignal{Reason: "cancelled on the board before its run started it"})
 				if err != nil {
 					errs = append(errs, fmt.Errorf("abort %s: %w", id, err))
@@ -314,6 +332,18 @@ func memoAttempt(fields map[string]*commonpb.Payload) int {
 		return 0
 	}
 	return n
+}
+
+func memoString(fields map[string]*commonpb.Payload, key string) string {
+	p, ok := fields[key]
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+		return ""
+	}
+	return s
 }
 
 func closeWords(s enumspb.WorkflowExecutionStatus) string {

@@ -55,6 +55,10 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 		ticks = intakeapi.DefaultTicks
 	}
 	logger := workflow.GetLogger(ctx)
+	// The intake's name on the workflows it starts: with a claim's key, it
+	// tells them from workflows of the same id someone else started.
+	info := workflow.GetInfo(ctx)
+	owner := intakeapi.Owner(info.WorkflowExecution.ID, info.FirstRunID)
 	problem := ""
 	refused := false // karvi answers 401/403
 	if err := workflow.SetQueryHandler(ctx, intakeapi.QueryStatus, func() (intakeapi.Status, error) {
@@ -90,7 +94,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 		var res intakeapi.FollowResult
 		err := workflow.ExecuteActivity(followCtx, intakeapi.FollowActivity, intakeapi.FollowInput{
 			BoardURL: in.BoardURL, RuntimeHint: in.RuntimeHint, TimeoutSec: in.TimeoutSec,
-			State: in.State, Poll: poll, MaxWait: followWait, Skipped: in.Skipped, Problem: problem,
+			State: in.State, Poll: poll, MaxWait: followWait, Skipped: in.Skipped, Problem: problem, Owner: owner,
 		}).Get(ctx, &res)
 		if err != nil {
 			problem, refused = "following the board: "+err.Error(), false
@@ -152,7 +156,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			}
 			var ar intakeapi.ApplyResult
 			err := workflow.ExecuteActivity(applyCtx, intakeapi.ApplyActivity, intakeapi.ApplyInput{
-				BoardURL: in.BoardURL, TaskQueue: in.TaskQueue, Action: a,
+				BoardURL: in.BoardURL, TaskQueue: in.TaskQueue, Owner: owner, Action: a,
 			}).Get(ctx, &ar)
 			if err != nil {
 				in.Counts.Failed++
@@ -160,8 +164,20 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 				logger.Error("intake: action failed", "kind", a.Kind, "task", a.TaskID, "project", a.ProjectID, "error", err)
 			} else {
 				note.Result = ar.Result
-				count(&in.Counts, a.Kind)
 				logger.Info("intake: "+string(a.Kind), "task", a.TaskID, "project", a.ProjectID, "result", ar.Result)
+				if ar.Refused == "" {
+					count(&in.Counts, a.Kind)
+				} else {
+					// Its workflow id is someone else's: the task was
+					// blocked, not run, and the intake holds no claim on
+					// it any more.
+					in.Counts.Blocked++
+					if a.Kind == intake.KindStartRun {
+						in.State = in.State.RefusedRun(a.ProjectID, ar.Refused)
+					} else {
+						in.State = in.State.Refused(a.TaskID, ar.Refused)
+					}
+				}
 			}
 			remember(&in, note)
 		}

@@ -46,6 +46,9 @@ type script struct {
 	follows []intakeapi.FollowResult
 	seen    []intakeapi.FollowInput
 	applied []intake.Action
+	owners  []string
+	// refuse answers the start of these tasks refused, with the reason.
+	refuse map[string]string
 }
 
 func (s *script) follow(_ context.Context, in intakeapi.FollowInput) (intakeapi.FollowResult, error) {
@@ -64,6 +67,10 @@ func (s *script) apply(_ context.Context, in intakeapi.ApplyInput) (intakeapi.Ap
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applied = append(s.applied, in.Action)
+	s.owners = append(s.owners, in.Owner)
+	if why, ok := s.refuse[in.Action.TaskID]; ok {
+		return intakeapi.ApplyResult{Result: "not run: " + why, Refused: why}, nil
+	}
 	return intakeapi.ApplyResult{Result: "done " + string(in.Action.Kind)}, nil
 }
 
@@ -194,4 +201,26 @@ func TestIntakeUnauthorizedWaitsAndSaysSo(t *testing.T) {
 	require.Contains(t, during.Problem, "401")
 	require.Empty(t, during.Claims, "nothing claimed while karvi refuses")
 	require.Equal(t, []string{"start T1"}, s.kinds())
+}
+
+// A start refused because the task's workflow id is someone else's (the
+// task blocked on karvi with the reason): the intake holds no claim on
+// it, counts it blocked, and does not start it again on later reads. The
+// apply and the follower are told who the intake is, and the start
+// carries the claim's key.
+func TestIntakeRefusedStartHoldsNoClaim(t *testing.T) {
+	b := board(3, task("T1", "dispatched"))
+	const why = "workflow karvi-task-T1 is already running (run r1) and was not started by this intake for this board task"
+	s := &script{follows: []intakeapi.FollowResult{{Board: b}, {Board: b}}, refuse: map[string]string{"T1": why}}
+	next, st := run(t, s, intakeapi.Input{}, 3)
+	require.Equal(t, []string{"start T1"}, s.kinds())
+	require.Len(t, next.State.Claims, 1)
+	require.Equal(t, intake.PhaseRefused, next.State.Claims[0].Phase)
+	require.Equal(t, why, next.State.Claims[0].Reason)
+	require.Equal(t, 1, st.Counts.Blocked)
+	require.Zero(t, st.Counts.Started)
+	require.EqualValues(t, 1, s.applied[0].Key)
+	require.NotEmpty(t, s.owners[0])
+	require.Equal(t, s.owners[0], s.seen[0].Owner)
+	require.Equal(t, intake.PhaseRefused, s.seen[1].State.Claims[0].Phase, "the follower no longer follows it")
 }

@@ -143,6 +143,9 @@ type FollowInput struct {
 	// Problem is the problem the intake shows now; the follower returns
 	// when karvi's answer changes it (a new problem, or none any more).
 	Problem string `json:"problem,omitempty"`
+	// Owner names the intake to the follower as to ApplyInput: a claim
+	// follows only the workflows marked with it.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Config is the intake rules' configuration of the follow input.
@@ -176,12 +179,26 @@ type Ended struct {
 
 // ApplyInput carries out one action.
 type ApplyInput struct {
-	BoardURL  string        `json:"boardUrl"`
-	TaskQueue string        `json:"taskQueue"`
-	Action    intake.Action `json:"action"`
+	BoardURL  string `json:"boardUrl"`
+	TaskQueue string `json:"taskQueue"`
+	// Owner is the intake carrying out the action: its workflow id and
+	// first run id (Owner). With the action's claim key it makes the mark
+	// of the workflows the intake starts, so it acts only on its own; ""
+	// (an intake from before the marks) keeps the checks of then.
+	Owner  string        `json:"owner,omitempty"`
+	Action intake.Action `json:"action"`
 }
+
+// Owner is the owner an intake workflow names itself by: its workflow id
+// and the first run id of its chain, the same across continue-as-new and
+// new when the intake is started afresh (its claim keys start over then).
+func Owner(workflowID, firstRunID string) string { return workflowID + "/" + firstRunID }
 
 // ApplyResult says what carrying out an action did.
 type ApplyResult struct {
 	Result string `json:"result"`
+	// Refused, set when the task (or the project) was not run because its
+	// workflow id is someone else's, is the reason it was blocked on
+	// karvi with: the intake refuses the claim (intake.State.Refused).
+	Refused string `json:"refused,omitempty"`
 }
