@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
@@ -64,6 +65,10 @@ type Config struct {
 	// host for that name no account and no slot pool (the worker's
 	// -account, by default one per task queue); empty for none.
 	Account string
+	// Scale divides the activities' own periods (a stall's recheck, the
+	// checkpoint cadence a workflow leaves to the tail, an account's
+	// shared read): the worker's -time-scale; zero is real time.
+	Scale timescale.Scale
 }
 
 // DefaultTailHeartbeat is Config.TailHeartbeat when unset.

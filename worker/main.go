@@ -169,6 +169,7 @@ func run(c config) error {
 		StallAfter:    c.stallAfter,
 		OnStall:       stalls.Action(c.onStall),
 		Account:       workerAccount(c, conn.TaskQueue),
+		Scale:         c.timeScale,
 	}
 	accounts := &accountact.Activities{Temporal: cl}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
