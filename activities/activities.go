@@ -74,12 +74,26 @@ type Config struct {
 // DefaultTailHeartbeat is Config.TailHeartbeat when unset.
 const DefaultTailHeartbeat = time.Minute
 
-// TailHeartbeatOrDefault is c.TailHeartbeat, or its default when unset.
+// MinScaledTailHeartbeat is the least a time scale makes of the tail's
+// heartbeat timeout: a few heartbeats (HeartbeatEvery), so that one late
+// heartbeat does not fail a live delivery.
+const MinScaledTailHeartbeat = 5 * HeartbeatEvery
+
+// TailHeartbeatOrDefault is c.TailHeartbeat, or its default at c.Scale
+// when unset.
 func (c Config) TailHeartbeatOrDefault() time.Duration {
 	if c.TailHeartbeat > 0 {
 		return c.TailHeartbeat
 	}
-	return DefaultTailHeartbeat
+	return ScaledTailHeartbeat(c.Scale)
+}
+
+// ScaledTailHeartbeat is DefaultTailHeartbeat at scale s.
+func ScaledTailHeartbeat(s timescale.Scale) time.Duration {
+	if !s.Scaled() {
+		return DefaultTailHeartbeat
+	}
+	return max(s.Of(DefaultTailHeartbeat), MinScaledTailHeartbeat)
 }
 
 // HeartbeatEvery is how often a long activity heartbeats.

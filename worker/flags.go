@@ -211,7 +211,7 @@ func (c *config) scaleDefaults(given map[string]bool) {
 		{flag: "stall-after", d: &c.stallAfter},
 		// The tail heartbeats every HeartbeatEvery: a timeout of a few of
 		// them keeps a slow heartbeat from failing a live delivery.
-		{flag: "tail-heartbeat", d: &c.tailHeartbeat, min: 5 * activities.HeartbeatEvery},
+		{flag: "tail-heartbeat", d: &c.tailHeartbeat, min: activities.MinScaledTailHeartbeat},
 	} {
 		if !given[p.flag] {
 			*p.d = max(c.timeScale.Of(*p.d), p.min)
