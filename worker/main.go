@@ -171,7 +171,7 @@ func run(c config) error {
 		Account:       workerAccount(c, conn.TaskQueue),
 		Scale:         c.timeScale,
 	}
-	accounts := &accountact.Activities{Temporal: cl}
+	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
