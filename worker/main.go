@@ -231,7 +231,7 @@ func karviClient(c config) func(string) (*karvi.Client, error) {
 		// Below the status activity's 15 s limit, so a hung karvi is an
 		// HTTP timeout (retried) rather than an activity timeout.
 		return karvi.New(baseURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
-			karvi.WithRateLimit(int(c.karviRateLimit)))
+			karvi.WithRateLimit(int(c.karviRateLimit)), karvi.WithTimeScale(c.timeScale))
 	}
 }
 
