@@ -176,7 +176,7 @@ func run(c config) error {
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
-	slotActs := &slotact.Activities{Temporal: cl}
+	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
 	w.RegisterActivity(&intentact.Activities{Temporal: cl})
