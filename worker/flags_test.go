@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -254,4 +255,17 @@ func TestPauseSettingsRefuseBadValues(t *testing.T) {
 	d, err := limitDetector(config{})
 	require.NoError(t, err)
 	require.NotNil(t, d)
+}
+
+// The intake a worker starts runs at the worker's time scale, with the
+// poll the flags resolved; at real time its input is as it always was.
+func TestIntakeInputCarriesTheTimeScale(t *testing.T) {
+	c, err := parseFlags([]string{"-sink", "karvi", "-intake-karvi"}, getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, intakeapi.Input{BoardURL: "http://localhost:3461", RuntimeHint: "edda", TaskQueue: "q", Poll: 10 * time.Second},
+		intakeInput(c, "q"))
+	c, err = parseFlags([]string{"-sink", "karvi", "-intake-karvi", "-time-scale", "60"}, getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, intakeapi.Input{BoardURL: "http://localhost:3461", RuntimeHint: "edda", TaskQueue: "q",
+		Poll: 10 * time.Second / 60, TimeScale: 60}, intakeInput(c, "q"))
 }

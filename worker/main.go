@@ -180,7 +180,7 @@ func run(c config) error {
 	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
 	w.RegisterActivity(&intentact.Activities{Temporal: cl})
-	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
+	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c), Scale: c.timeScale}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	pw := newPoolWorker(cl, conn.TaskQueue, host, slotActs)
 	logger.Info("worker starting", "temporal", conn, "host", host,
@@ -246,12 +246,22 @@ func startIntake(ctx context.Context, cl client.Client, c config, taskQueue stri
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "karvi intake of " + c.karviURL,
-	}, intakeapi.WorkflowName, intakeapi.Input{BoardURL: c.karviURL, RuntimeHint: c.intakeHint, TaskQueue: taskQueue, Poll: c.intakePoll})
+	}, intakeapi.WorkflowName, intakeInput(c, taskQueue))
 	if err != nil {
 		return fmt.Errorf("start the karvi intake %s: %w", id, err)
 	}
 	logger.Info("karvi intake running", "workflow", id, "run", run.GetRunID(), "board", c.karviURL, "runtimeHint", c.intakeHint)
 	return nil
+}
+
+// intakeInput starts the intake of -karvi-url at the worker's settings
+// and time scale.
+func intakeInput(c config, taskQueue string) intakeapi.Input {
+	in := intakeapi.Input{BoardURL: c.karviURL, RuntimeHint: c.intakeHint, TaskQueue: taskQueue, Poll: c.intakePoll}
+	if c.timeScale.Scaled() {
+		in.TimeScale = float64(c.timeScale)
+	}
+	return in
 }
 
 // ensureSearchAttributes adds the workflow's keyword attributes when the

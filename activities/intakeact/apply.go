@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/runflow/runapi"
@@ -49,13 +50,24 @@ func (a *Activities) Apply(ctx context.Context, in intakeapi.ApplyInput) (intake
 	return intakeapi.ApplyResult{Result: res}, err
 }
 
+// tuning is the tuning of a task or run the intake starts: none at real
+// time, else the intake's time scale (the worker's when the intake's
+// input names none).
+func (a *Activities) tuning(in intakeapi.ApplyInput) *taskapi.Tuning {
+	s := timescale.Scale(in.TimeScale)
+	if !s.Scaled() {
+		s = a.Scale
+	}
+	return taskapi.WithScale(nil, s)
+}
+
 func (a *Activities) start(ctx context.Context, in intakeapi.ApplyInput, again bool) (string, error) {
 	act := in.Action
 	if act.Dispatch == nil {
 		return "", temporal.NewNonRetryableApplicationError("start of task "+act.TaskID+" without a dispatch plan", "BadAction", nil)
 	}
 	id := taskapi.WorkflowID(act.TaskID)
-	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: 1}
+	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: 1, Tuning: a.tuning(in)}
 	reuse := enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	if again {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE
@@ -269,7 +281,7 @@ func (a *Activities) startRun(ctx context.Context, in intakeapi.ApplyInput) (str
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue})
+	}, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue, Tuning: a.tuning(in)})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	res := ""
 	switch {
