@@ -179,7 +179,7 @@ func run(c config) error {
 	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
-	w.RegisterActivity(&intentact.Activities{Temporal: cl})
+	w.RegisterActivity(&intentact.Activities{Temporal: cl, Scale: c.timeScale})
 	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c), Scale: c.timeScale}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	pw := newPoolWorker(cl, conn.TaskQueue, host, slotActs)
