@@ -59,11 +59,11 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 	}
 	poll := in.Poll
 	if poll <= 0 {
-		poll = intakeapi.DefaultPoll
+		poll = a.Scale.Of(intakeapi.DefaultPoll)
 	}
 	maxWait := in.MaxWait
 	if maxWait <= 0 {
-		maxWait = 5 * time.Minute
+		maxWait = a.Scale.Of(5 * time.Minute)
 	}
 	give := time.NewTimer(maxWait)
 	defer give.Stop()
