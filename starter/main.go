@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -156,6 +157,20 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 	return err
 }
 
+// getenv reads the starter's environment (tests replace it).
+var getenv = os.Getenv
+
+// timeScale is the time scale of the workflows the starter starts:
+// KARVI_EDDA_TIME_SCALE, as the worker's -time-scale reads it, so that one
+// environment scales a whole test deployment (internal/timescale).
+func timeScale() (timescale.Scale, error) {
+	s, err := timescale.Parse(getenv(timescale.Env))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", timescale.Env, err)
+	}
+	return s, nil
+}
+
 // start starts a task's workflow. A task whose workflow runs is refused:
 // a second start never re-attaches to it (redispatch or abort it). A task
 // whose last workflow ended gets a new workflow and so a new attempt,
@@ -163,6 +178,11 @@ func printPlan(arg string, stdin io.Reader, stdout io.Writer, templatesDir strin
 // named with the new workflow's nonce: it never re-attaches to the
 // earlier attempt's conductor. The output says which of these it did.
 func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.TaskInput, stdout io.Writer) error {
+	scale, err := timeScale()
+	if err != nil {
+		return err
+	}
+	in.Tuning = taskapi.WithScale(in.Tuning, scale)
 	id := taskapi.WorkflowID(in.Dispatch.TaskID)
 	if prev, ok := lastWorkflow(ctx, cl, id); ok {
 		if prev.running {

@@ -14,6 +14,7 @@ import (
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // startRun starts the run workflow of a run file. The file is checked here
@@ -31,8 +32,12 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
+	scale, err := timeScale()
+	if err != nil {
+		return err
+	}
 	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
-		Budget: budget, Pool: inv.opts.pool}
+		Budget: budget, Pool: inv.opts.pool, Tuning: taskapi.WithScale(nil, scale)}
 	id := runapi.WorkflowID(r.Slug)
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,

@@ -94,7 +94,14 @@ func showSlots(ctx context.Context, cl client.Client, pool string, asJSON bool, 
 // setSlots changes a pool's limits, starting the pool with them when it
 // does not run yet, and prints the pool as it then stands.
 func setSlots(ctx context.Context, cl client.Client, taskQueue, pool string, req slotapi.SetRequest, stdout io.Writer) error {
+	scale, err := timeScale()
+	if err != nil {
+		return err
+	}
 	in := slotapi.PoolInput{Pool: pool, CheckEvery: req.CheckEvery}
+	if scale.Scaled() {
+		in.TimeScale = float64(scale)
+	}
 	limits := slots.Limits{MaxConcurrent: req.MaxConcurrent}
 	if req.MaxTotal != nil {
 		limits.MaxTotal = *req.MaxTotal

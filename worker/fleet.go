@@ -18,6 +18,7 @@ import (
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
@@ -46,7 +47,7 @@ func hostOf(c config) (string, error) {
 // rest. Whatever is cancelled is retried on the same queue, where the next
 // worker of the host takes it up. The activity slots are capacity.go's.
 func workerOptions(c config, host string) (shared, own worker.Options, err error) {
-	sharedTuner, hostTuner, hs, err := tuners(c.maxActivities)
+	sharedTuner, hostTuner, hs, err := tuners(c.maxActivities, c.timeScale)
 	if err != nil {
 		return shared, own, err
 	}
@@ -148,8 +149,9 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 	handles := map[fleet.Run]taskact.LiveRun{}
 	var mu sync.Mutex
 	s := &fleet.Sweeper{
-		Host: host,
-		Log:  logger,
+		Host:  host,
+		Log:   logger,
+		Scale: acts.Config.Scale,
 		Live: func() ([]fleet.Run, error) {
 			live, err := acts.LiveRuns("")
 			if err != nil {
@@ -203,19 +205,25 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 
 // fenceEvery is how often a running worker sweeps again: a host taken for
 // lost while it ran on (its deliveries late, not its worker gone) keeps
-// its conductors, and only a sweep stops those whose task moved on.
+// its conductors, and only a sweep stops those whose task moved on. The
+// worker's time scale divides it.
 const fenceEvery = time.Minute
 
-// fenceEveryEnv sets another sweep period. It is for tests, where a phase
-// must outlive many sweeps in seconds; an operator has no reason to change
-// the period, so it is no flag.
+// fenceEveryAt is fenceEvery at the time scale s.
+func fenceEveryAt(s timescale.Scale) time.Duration { return s.Of(fenceEvery) }
+
+// fenceEveryEnv sets the sweep period alone, whatever the time scale. It
+// is for tests, where a phase must outlive many sweeps in seconds while
+// every other period keeps its length; an operator has no reason to
+// change the period, so it is no flag.
 const fenceEveryEnv = "KARVI_EDDA_FENCE_EVERY"
 
-// fencePeriod is the sweep period: fenceEvery unless fenceEveryEnv says.
-func fencePeriod(getenv func(string) string) (time.Duration, error) {
+// fencePeriod is the sweep period: fenceEvery at the time scale s, unless
+// fenceEveryEnv says.
+func fencePeriod(getenv func(string) string, s timescale.Scale) (time.Duration, error) {
 	v := getenv(fenceEveryEnv)
 	if v == "" {
-		return fenceEvery, nil
+		return fenceEveryAt(s), nil
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {

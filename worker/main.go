@@ -146,7 +146,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	sweepEvery, err := fencePeriod(os.Getenv)
+	sweepEvery, err := fencePeriod(os.Getenv, c.timeScale)
 	if err != nil {
 		return err
 	}
@@ -179,17 +179,18 @@ func run(c config) error {
 		StallAfter:    c.stallAfter,
 		OnStall:       stalls.Action(c.onStall),
 		Account:       workerAccount(c, conn.TaskQueue),
+		Scale:         c.timeScale,
 	}
-	accounts := &accountact.Activities{Temporal: cl}
+	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
-	slotActs := &slotact.Activities{Temporal: cl}
+	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
-	w.RegisterActivity(&intentact.Activities{Temporal: cl})
-	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c)}).Register(w)
+	w.RegisterActivity(&intentact.Activities{Temporal: cl, Scale: c.timeScale})
+	(&intakeact.Activities{Temporal: cl, Karvi: karviClient(c), Scale: c.timeScale}).Register(w)
 	hw := newHostWorker(cl, conn.TaskQueue, host, hostOpts, acts)
 	pw := newPoolWorker(cl, conn.TaskQueue, host, slotActs)
 	logger.Info("worker starting", "temporal", conn, "host", host,
@@ -241,7 +242,7 @@ func karviClient(c config) func(string) (*karvi.Client, error) {
 		// Below the status activity's 15 s limit, so a hung karvi is an
 		// HTTP timeout (retried) rather than an activity timeout.
 		return karvi.New(baseURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
-			karvi.WithRateLimit(int(c.karviRateLimit)))
+			karvi.WithRateLimit(int(c.karviRateLimit)), karvi.WithTimeScale(c.timeScale))
 	}
 }
 
@@ -256,12 +257,22 @@ func startIntake(ctx context.Context, cl client.Client, c config, taskQueue stri
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "karvi intake of " + c.karviURL,
-	}, intakeapi.WorkflowName, intakeapi.Input{BoardURL: c.karviURL, RuntimeHint: c.intakeHint, TaskQueue: taskQueue, Poll: c.intakePoll})
+	}, intakeapi.WorkflowName, intakeInput(c, taskQueue))
 	if err != nil {
 		return fmt.Errorf("start the karvi intake %s: %w", id, err)
 	}
 	logger.Info("karvi intake running", "workflow", id, "run", run.GetRunID(), "board", c.karviURL, "runtimeHint", c.intakeHint)
 	return nil
+}
+
+// intakeInput starts the intake of -karvi-url at the worker's settings
+// and time scale.
+func intakeInput(c config, taskQueue string) intakeapi.Input {
+	in := intakeapi.Input{BoardURL: c.karviURL, RuntimeHint: c.intakeHint, TaskQueue: taskQueue, Poll: c.intakePoll}
+	if c.timeScale.Scaled() {
+		in.TimeScale = float64(c.timeScale)
+	}
+	return in
 }
 
 // ensureSearchAttributes adds the workflow's keyword attributes when the

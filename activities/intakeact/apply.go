@@ -15,6 +15,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
@@ -57,6 +58,17 @@ func (a *Activities) Apply(ctx context.Context, in intakeapi.ApplyInput) (intake
 		return intakeapi.ApplyResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown action kind %q", act.Kind), "BadAction", nil)
 	}
 	return res, err
+}
+
+// tuning is the tuning of a task or run the intake starts: none at real
+// time, else the intake's time scale (the worker's when the intake's
+// input names none).
+func (a *Activities) tuning(in intakeapi.ApplyInput) *taskapi.Tuning {
+	s := timescale.Scale(in.TimeScale)
+	if !s.Scaled() {
+		s = a.Scale
+	}
+	return taskapi.WithScale(nil, s)
 }
 
 // MemoClaim is the memo key of the intake's mark on a workflow it
@@ -133,7 +145,7 @@ func (a *Activities) launch(ctx context.Context, in intakeapi.ApplyInput, attemp
 		return "", temporal.NewNonRetryableApplicationError(string(act.Kind)+" of task "+act.TaskID+" without a dispatch plan", "BadAction", nil)
 	}
 	id := taskapi.WorkflowID(act.TaskID)
-	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: max(attempt, 1)}
+	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: max(attempt, 1), Tuning: a.tuning(in)}
 	summary, details := taskapi.StartSummary(tin.Dispatch, tin.Attempt)
 	memo := map[string]any{MemoAttempt: act.Attempt}
 	if keyed(in.Owner, act.Key) {
@@ -485,7 +497,7 @@ func (a *Activities) startRun(ctx context.Context, in intakeapi.ApplyInput) (int
 	if keyed(in.Owner, act.Key) {
 		opts.Memo = map[string]any{MemoClaim: claimMark(in.Owner, act.Key)}
 	}
-	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue})
+	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue, Tuning: a.tuning(in)})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	res := ""
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"karvi-edda-temporal/intake"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
@@ -177,4 +179,43 @@ func TestFollowerDoesNotReportTheEndedWorkflowOfASentBackTask(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []intakeapi.Ended{{TaskID: "R5", How: "failed", RunID: "new-r5"}}, ended,
 		"R4's only workflow is the one that ended before; R5's new one ended")
+}
+
+// The tasks and runs an intake starts carry its time scale, else the
+// worker's; at real time they carry no tuning at all.
+func TestApplyStartsAtTheIntakesTimeScale(t *testing.T) {
+	d := &mapping.DispatchPlan{TaskID: "T1"}
+	for _, tc := range []struct {
+		name   string
+		intake float64
+		worker float64
+		want   *taskapi.Tuning
+	}{
+		{"real time", 0, 0, nil},
+		{"the intake's", 60, 0, &taskapi.Tuning{TimeScale: 60}},
+		{"the worker's", 0, 30, &taskapi.Tuning{TimeScale: 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &mocks.Client{}
+			started := &mocks.WorkflowRun{}
+			started.On("GetRunID").Return("run-1")
+			c.On("ExecuteWorkflow", mock.Anything, mock.Anything, taskapi.TaskWorkflowName,
+				mock.MatchedBy(func(in taskapi.TaskInput) bool { return assertTuning(t, tc.want, in.Tuning) })).Return(started, nil).Once()
+			c.On("ExecuteWorkflow", mock.Anything, mock.Anything, runapi.RunWorkflowName,
+				mock.MatchedBy(func(in runapi.RunInput) bool { return assertTuning(t, tc.want, in.Tuning) })).Return(started, nil).Once()
+			a := &Activities{Temporal: c, Scale: timescale.Scale(tc.worker)}
+			_, err := a.Apply(context.Background(), intakeapi.ApplyInput{TaskQueue: "q", TimeScale: tc.intake,
+				Action: intake.Action{Kind: intake.KindStart, TaskID: "T1", WorkflowID: "karvi-task-T1", Dispatch: d}})
+			require.NoError(t, err)
+			_, err = a.Apply(context.Background(), intakeapi.ApplyInput{TaskQueue: "q", TimeScale: tc.intake,
+				Action: intake.Action{Kind: intake.KindStartRun, WorkflowID: "karvi-run-p-1"}})
+			require.NoError(t, err)
+			c.AssertExpectations(t)
+		})
+	}
+}
+
+func assertTuning(t *testing.T, want, got *taskapi.Tuning) bool {
+	t.Helper()
+	return assert.Equal(t, want, got)
 }

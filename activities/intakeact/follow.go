@@ -18,6 +18,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -28,6 +29,9 @@ type Activities struct {
 	// Karvi makes the client of a board. The worker gives it its token
 	// (KARVI_API_TOKEN) and rate limit, so neither is in any history.
 	Karvi func(baseURL string) (*karvi.Client, error)
+	// Scale is the worker's time scale: the tasks and runs an intake
+	// started without one (Input.TimeScale) carry it.
+	Scale timescale.Scale
 }
 
 // Register adds the activities under their stable names.
@@ -55,11 +59,11 @@ func (a *Activities) Follow(ctx context.Context, in intakeapi.FollowInput) (inta
 	}
 	poll := in.Poll
 	if poll <= 0 {
-		poll = intakeapi.DefaultPoll
+		poll = a.Scale.Of(intakeapi.DefaultPoll)
 	}
 	maxWait := in.MaxWait
 	if maxWait <= 0 {
-		maxWait = 5 * time.Minute
+		maxWait = a.Scale.Of(5 * time.Minute)
 	}
 	give := time.NewTimer(maxWait)
 	defer give.Stop()

@@ -14,6 +14,7 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/intent"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
@@ -37,6 +38,10 @@ const (
 // and nothing of the conductor.
 type Activities struct {
 	Temporal client.Client
+	// Scale is the worker's time scale: the tasks and runs a fire starts
+	// carry it (taskapi.Tuning.TimeScale). The schedule itself keeps the
+	// wall clock.
+	Scale timescale.Scale
 }
 
 // StartTargetRequest asks a fire's target to start.
@@ -162,7 +167,7 @@ func (a *Activities) start(ctx context.Context, req StartTargetRequest, id strin
 		}
 		summary, details := taskapi.StartSummary(d, attempt)
 		opts.StaticSummary, opts.StaticDetails = summary, details+by
-		name, in = taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d, Attempt: attempt}
+		name, in = taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: taskapi.WithScale(nil, a.Scale)}
 	case intent.TargetRun:
 		r, err := runplan.Parse(req.Target.Data)
 		if err != nil {
@@ -170,7 +175,7 @@ func (a *Activities) start(ctx context.Context, req StartTargetRequest, id strin
 		}
 		opts.StaticSummary = fmt.Sprintf("Run %s: %s (%d tasks)", r.Slug, r.Title, len(r.Tasks))
 		opts.StaticDetails = fmt.Sprintf("**%s**\n\n%d tasks, concurrency %d", r.Title, len(r.Tasks), r.Concurrency) + by
-		name, in, attempt = runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(req.Target.Data)}, 0
+		name, in, attempt = runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(req.Target.Data), Tuning: taskapi.WithScale(nil, a.Scale)}, 0
 	}
 	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, name, in)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
@@ -36,6 +37,9 @@ type Options struct {
 	// karvi's default (120 a minute per client address), as a real karvi
 	// runs; karvifake.RateLimitOff turns it off.
 	KarviRateLimit int
+	// KarviTimeScale is the fake's karvifake.Options.TimeScale: its rate
+	// limit's minute at the time scale a scaled worker runs at.
+	KarviTimeScale timescale.Scale
 	// CargoExit is what the stub `cargo` on the worker's PATH exits with, so
 	// the template's `cargo test` check really runs and passes or fails.
 	CargoExit int
@@ -122,7 +126,8 @@ func New(t *testing.T, o Options) *Rig {
 // startKarvi serves a karvifake on 127.0.0.1, through KarviWrap if any.
 func (r *Rig) startKarvi() {
 	t := r.t
-	r.Karvi = karvifake.New(karvifake.Options{Token: r.opts.KarviToken, RateLimit: r.opts.KarviRateLimit})
+	r.Karvi = karvifake.New(karvifake.Options{Token: r.opts.KarviToken, RateLimit: r.opts.KarviRateLimit,
+		TimeScale: r.opts.KarviTimeScale})
 	if r.opts.KarviWrap == nil {
 		url, err := r.Karvi.Start()
 		require.NoError(t, err)

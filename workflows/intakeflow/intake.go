@@ -10,6 +10,7 @@ import (
 
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/metrics"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
@@ -27,7 +28,11 @@ const (
 	// unauthorizedWait is how long the intake waits after karvi refused
 	// its token before it tries again.
 	unauthorizedWait = 2 * time.Minute
+	// failedWait is how long it waits after a follow failed for good.
+	failedWait = time.Minute
 )
+
+// The input's time scale divides each of these (intakeapi.Input.TimeScale).
 
 // IntakeWorkflow follows one karvi board. Each tick asks the follow
 // activity for what is new (a board that asks for something, task
@@ -46,9 +51,10 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 	if in.RuntimeHint == "" {
 		in.RuntimeHint = intake.DefaultRuntimeHint
 	}
+	scale := timescale.Scale(in.TimeScale)
 	poll := in.Poll
 	if poll <= 0 {
-		poll = intakeapi.DefaultPoll
+		poll = scale.Of(intakeapi.DefaultPoll)
 	}
 	ticks := in.TicksBeforeContinue
 	if ticks <= 0 {
@@ -94,12 +100,12 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 		var res intakeapi.FollowResult
 		err := workflow.ExecuteActivity(followCtx, intakeapi.FollowActivity, intakeapi.FollowInput{
 			BoardURL: in.BoardURL, RuntimeHint: in.RuntimeHint, TimeoutSec: in.TimeoutSec,
-			State: in.State, Poll: poll, MaxWait: followWait, Skipped: in.Skipped, Problem: problem, Owner: owner,
+			State: in.State, Poll: poll, MaxWait: scale.Of(followWait), Skipped: in.Skipped, Problem: problem, Owner: owner,
 		}).Get(ctx, &res)
 		if err != nil {
 			problem, refused = "following the board: "+err.Error(), false
 			logger.Warn("intake: following the board failed", "error", err)
-			if err := workflow.Sleep(ctx, time.Minute); err != nil {
+			if err := workflow.Sleep(ctx, scale.Of(failedWait)); err != nil {
 				return err
 			}
 			continue
@@ -125,7 +131,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			remember(&in, intakeapi.Note{Kind: "ended", TaskID: e.TaskID, Result: endWords(e), At: workflow.Now(ctx)})
 		}
 		if res.Unauthorized {
-			if err := workflow.Sleep(ctx, unauthorizedWait); err != nil {
+			if err := workflow.Sleep(ctx, scale.Of(unauthorizedWait)); err != nil {
 				return err
 			}
 			continue
@@ -156,7 +162,7 @@ func IntakeWorkflow(ctx workflow.Context, in intakeapi.Input) error {
 			}
 			var ar intakeapi.ApplyResult
 			err := workflow.ExecuteActivity(applyCtx, intakeapi.ApplyActivity, intakeapi.ApplyInput{
-				BoardURL: in.BoardURL, TaskQueue: in.TaskQueue, Owner: owner, Action: a,
+				BoardURL: in.BoardURL, TaskQueue: in.TaskQueue, Owner: owner, Action: a, TimeScale: in.TimeScale,
 			}).Get(ctx, &ar)
 			if err != nil {
 				in.Counts.Failed++
@@ -199,7 +205,8 @@ func details(in intakeapi.Input, problem string, refused bool) string {
 		in.BoardURL, in.RuntimeHint, in.State.Version, len(in.State.Claims), running, len(in.State.Runs), len(in.Skipped))
 	switch {
 	case refused:
-		out = fmt.Sprintf("**karvi refuses the intake's token (401/403)**: nothing is claimed; asking again every %s. Give the worker an operator token (KARVI_API_TOKEN).\n\n", unauthorizedWait) + out
+		out = fmt.Sprintf("**karvi refuses the intake's token (401/403)**: nothing is claimed; asking again every %s. Give the worker an operator token (KARVI_API_TOKEN).\n\n",
+			timescale.Scale(in.TimeScale).Of(unauthorizedWait)) + out
 	case problem != "":
 		out = "**karvi cannot be read**: nothing new is claimed (what is dispatched meanwhile stays dispatched on the board and is claimed once karvi answers); the tasks already claimed run on.\n\n" + out
 	}

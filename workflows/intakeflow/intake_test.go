@@ -49,6 +49,11 @@ type script struct {
 	owners  []string
 	// refuse answers the start of these tasks refused, with the reason.
 	refuse map[string]string
+	// scales are the time scales the applies were given; appliedAt when
+	// they came, by now (when set).
+	scales    []float64
+	now       func() time.Time
+	appliedAt []time.Time
 }
 
 func (s *script) follow(_ context.Context, in intakeapi.FollowInput) (intakeapi.FollowResult, error) {
@@ -68,6 +73,10 @@ func (s *script) apply(_ context.Context, in intakeapi.ApplyInput) (intakeapi.Ap
 	defer s.mu.Unlock()
 	s.applied = append(s.applied, in.Action)
 	s.owners = append(s.owners, in.Owner)
+	s.scales = append(s.scales, in.TimeScale)
+	if s.now != nil {
+		s.appliedAt = append(s.appliedAt, s.now())
+	}
 	if why, ok := s.refuse[in.Action.TaskID]; ok {
 		return intakeapi.ApplyResult{Result: "not run: " + why, Refused: why}, nil
 	}
@@ -223,4 +232,38 @@ func TestIntakeRefusedStartHoldsNoClaim(t *testing.T) {
 	require.NotEmpty(t, s.owners[0])
 	require.Equal(t, s.owners[0], s.seen[0].Owner)
 	require.Equal(t, intake.PhaseRefused, s.seen[1].State.Claims[0].Phase, "the follower no longer follows it")
+}
+
+// An intake at time scale 60 follows with scaled waits, waits out a
+// refused token for 2 s instead of 2 minutes, and hands its scale to what
+// it starts; at real time nothing of it shows.
+func TestIntakeRunsAtItsTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		scale         float64
+		poll, maxWait time.Duration
+		startedAfter  time.Duration
+	}{
+		{0, intakeapi.DefaultPoll, 5 * time.Minute, 2 * time.Minute},
+		{60, intakeapi.DefaultPoll / 60, 5 * time.Second, 2 * time.Second},
+	} {
+		s := &script{follows: []intakeapi.FollowResult{
+			{Problem: "karvi: HTTP 401 (unauthorized)", Unauthorized: true},
+			{Board: board(5, task("T1", "dispatched"))},
+		}}
+		var ts testsuite.WorkflowTestSuite
+		env := ts.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(IntakeWorkflow, workflow.RegisterOptions{Name: intakeapi.WorkflowName})
+		env.RegisterActivityWithOptions(s.follow, activity.RegisterOptions{Name: intakeapi.FollowActivity})
+		env.RegisterActivityWithOptions(s.apply, activity.RegisterOptions{Name: intakeapi.ApplyActivity})
+		start := env.Now()
+		s.now = env.Now
+		env.ExecuteWorkflow(intakeapi.WorkflowName, intakeapi.Input{BoardURL: "http://127.0.0.1:3461", TicksBeforeContinue: 3, TimeScale: tc.scale})
+		require.True(t, env.IsWorkflowCompleted())
+		require.Equal(t, tc.poll, s.seen[0].Poll, "scale %v", tc.scale)
+		require.Equal(t, tc.maxWait, s.seen[0].MaxWait, "scale %v", tc.scale)
+		require.Equal(t, []string{"start T1"}, s.kinds())
+		require.Equal(t, tc.startedAfter, s.appliedAt[0].Sub(start).Round(time.Millisecond),
+			"scale %v: the start waited out the refused token's wait", tc.scale)
+		require.Equal(t, []float64{tc.scale}, s.scales)
+	}
 }

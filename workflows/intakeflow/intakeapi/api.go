@@ -56,6 +56,11 @@ type Input struct {
 	// TicksBeforeContinue continues-as-new after this many ticks even when
 	// the server does not suggest it yet (default DefaultTicks).
 	TicksBeforeContinue int `json:"ticksBeforeContinue,omitempty"`
+	// TimeScale divides the intake's periods (its default poll, how long a
+	// follow waits, its waits after a failure or a refused token) and is
+	// handed to every task and run it starts (taskapi.Tuning.TimeScale):
+	// the worker's -time-scale (internal/timescale); 0 is real time.
+	TimeScale float64 `json:"timeScale,omitempty"`
 
 	// Carried over continue-as-new.
 	State   intake.State `json:"state"`
@@ -187,6 +192,9 @@ type ApplyInput struct {
 	// (an intake from before the marks) keeps the checks of then.
 	Owner  string        `json:"owner,omitempty"`
 	Action intake.Action `json:"action"`
+	// TimeScale is the intake's (Input.TimeScale): the tasks and runs it
+	// starts carry it.
+	TimeScale float64 `json:"timeScale,omitempty"`
 }
 
 // Owner is the owner an intake workflow names itself by: its workflow id
