@@ -59,6 +59,20 @@ type Activities struct {
 // cannot help.
 const ErrBadAccount = "BadAccount"
 
+// ErrJoinedUnread: the join's signal went to the account (or ran out of
+// time on the way, and may have), but the account's pause could not be
+// read. The task is, or may be, a member: it must leave at the end. The
+// account tells a member that joins while it is paused so
+// (accountapi.SignalJoin), so the pause is not lost either.
+const ErrJoinedUnread = "JoinedUnread"
+
+// JoinedUnread says whether err is a join's that may have made the task a
+// member though it returned no view (ErrJoinedUnread).
+func JoinedUnread(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == ErrJoinedUnread
+}
+
 // AccountRequest is one update to an agent account's workflow: join
 // (Join set), a usage limit (Limit set) or a resume (Resume set).
 type AccountRequest struct {
@@ -146,7 +160,9 @@ func (a *Activities) readMemo(ctx context.Context, account string) (v accountapi
 // Should the account pause between the read and the join's taking
 // effect, the account sends the new member the pause
 // (accountapi.SignalJoin). An account run started before the memo kept
-// the pause is read by query.
+// the pause is read by query. A join that may have made the task a member
+// without reading the pause fails with ErrJoinedUnread, for the task to
+// leave all the same.
 func (a *Activities) join(ctx context.Context, account string, r accountapi.JoinRequest) (accountapi.View, error) {
 	if r.Member == "" {
 		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
@@ -156,8 +172,28 @@ func (a *Activities) join(ctx context.Context, account string, r accountapi.Join
 		accountapi.StartOptions(account, activity.GetInfo(ctx).TaskQueue), accountapi.WorkflowName,
 		accountapi.Input{Account: account})
 	if err != nil {
+		if ctx.Err() != nil {
+			// The server may have taken the signal before the answer was
+			// lost: the task may be a member.
+			return accountapi.View{}, joinedUnread(fmt.Sprintf("join account %s: no answer, the join may have gone", account), err)
+		}
 		return accountapi.View{}, fmt.Errorf("join account %s: %w", account, err)
 	}
+	v, err := a.readJoined(ctx, account)
+	if err != nil {
+		return accountapi.View{}, joinedUnread(fmt.Sprintf("joined account %s, its pause not read", account), err)
+	}
+	return v, nil
+}
+
+// joinedUnread marks err as a join's that may have made the task a
+// member: retryable, as a join sent again is the same join.
+func joinedUnread(what string, err error) error {
+	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s: %v", what, err), ErrJoinedUnread, err)
+}
+
+// readJoined reads the account's pause for a join whose signal went.
+func (a *Activities) readJoined(ctx context.Context, account string) (accountapi.View, error) {
 	v, inMemo, err := a.pauses.readFresh(ctx, account, a.Scale.Of(pauseFresh), func(ctx context.Context) (accountapi.View, bool, error) {
 		return a.readMemo(ctx, account)
 	})

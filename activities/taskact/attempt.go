@@ -39,6 +39,12 @@ type ClaimHostResult struct {
 	// on alone, as a task whose account cannot be reached does.
 	Joined         *accountapi.View `json:"joined,omitempty"`
 	AccountProblem string           `json:"accountProblem,omitempty"`
+	// JoinSent: Joined is nil, but the join's signal went to the account
+	// (or ran out of time on the way, and may have): the task is, or may
+	// be, a member, and must leave at the end, though the account's pause
+	// was not read. An account paused when the join reaches it tells the
+	// new member so (accountapi.SignalJoin).
+	JoinSent bool `json:"joinSent,omitempty"`
 }
 
 // joinWait bounds the join a claim makes: an account whose workflow no
@@ -63,6 +69,7 @@ func (a *Activities) ClaimHost(ctx context.Context, req ClaimHostRequest) (Claim
 		Join: &accountapi.JoinRequest{Member: activity.GetInfo(ctx).WorkflowExecution.ID}})
 	if err != nil {
 		res.AccountProblem = err.Error()
+		res.JoinSent = accountact.JoinedUnread(err)
 		return res, nil
 	}
 	res.Joined = &v

@@ -28,19 +28,16 @@ import (
 
 // listenForSpend registers the handler of the tasks' spending reports.
 func (r *runFlow) listenForSpend() {
-	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskSpend)
-	workflow.Go(r.ctx, func(gctx workflow.Context) {
-		for {
-			var s taskapi.TaskSpend
-			ch.Receive(gctx, &s)
-			t := r.st.Tasks[s.Task]
-			if t == nil || !t.Running || t.Attempt != s.Attempt || s.CostUSD <= t.Spend {
-				continue // a late report, or nothing new
-			}
-			t.Spend = s.CostUSD
-			r.wake = true
-		}
-	})
+	listen(r, taskapi.SignalTaskSpend, r.taskSpent)
+}
+
+func (r *runFlow) taskSpent(s taskapi.TaskSpend) {
+	t := r.st.Tasks[s.Task]
+	if t == nil || !t.Running || t.Attempt != s.Attempt || s.CostUSD <= t.Spend {
+		return // a late report, or nothing new
+	}
+	t.Spend = s.CostUSD
+	r.wake = true
 }
 
 // spent is what the run's tasks spent, the attempts under way included.

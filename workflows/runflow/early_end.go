@@ -2,8 +2,6 @@ package runflow
 
 import (
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
-
-	"go.temporal.io/sdk/workflow"
 )
 
 // A task tells its run that it completed before its workflow closes
@@ -11,16 +9,11 @@ import (
 
 // listenForEnds takes the completions tasks tell early into the inbox.
 func (r *runFlow) listenForEnds() {
-	ch := workflow.GetSignalChannel(r.ctx, taskapi.SignalTaskEnded)
-	workflow.Go(r.ctx, func(gctx workflow.Context) {
-		for {
-			var s taskapi.TaskEnded
-			ch.Receive(gctx, &s)
-			r.inbox = append(r.inbox, taskEnd{
-				ID: s.Task, Attempt: s.Attempt, Reached: max(s.Attempt, s.Reached), Completed: true, Early: true,
-				Summary: s.Summary, CostUSD: s.CostUSD, ByPhase: s.ByPhase, Model: s.Model, Skill: s.Skill,
-			})
-		}
+	listen(r, taskapi.SignalTaskEnded, func(s taskapi.TaskEnded) {
+		r.inbox = append(r.inbox, taskEnd{
+			ID: s.Task, Attempt: s.Attempt, Reached: max(s.Attempt, s.Reached), Completed: true, Early: true,
+			Summary: s.Summary, CostUSD: s.CostUSD, ByPhase: s.ByPhase, Model: s.Model, Skill: s.Skill,
+		})
 	})
 }
 

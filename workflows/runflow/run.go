@@ -3,6 +3,7 @@ package runflow
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -66,6 +67,11 @@ type runFlow struct {
 	written    int
 	shipped    shippedStatus
 	statusFile string
+	// signalsBuffered: the tasks' signals wait in their channels until
+	// taken, by a listener or by the hand-over (signals.go); takers take
+	// one of each kind.
+	signalsBuffered bool
+	takers          []func() bool
 }
 
 func newRunFlow(ctx workflow.Context, in runapi.RunInput) (*runFlow, error) {
@@ -168,6 +174,7 @@ func (r *runFlow) setup() error {
 		workflow.QueryHandlerOptions{Description: "the input the run would continue from (starter reopens an ended run with it)"}); err != nil {
 		return fmt.Errorf("register handover query: %w", err)
 	}
+	r.signalsBuffered = workflow.GetVersion(r.ctx, versionSignalsBuffered, workflow.DefaultVersion, 1) == 1
 	r.listenForSpend()
 	r.listenForPauses()
 	r.listenForStalls()
@@ -210,6 +217,12 @@ func (r *runFlow) loop() (runstatus.Status, error) {
 		}
 		r.showDetails()
 		if r.shouldContinueAsNew() {
+			if r.takeSignals() {
+				// Signals no listener took yet: applied, and looked at
+				// by the loop (an end to apply, a budget to check, a
+				// status to write) before the hand-over.
+				continue
+			}
 			return runstatus.Status{}, r.continueAsNew()
 		}
 		if err := workflow.Await(r.ctx, func() bool { return len(r.inbox) > 0 || r.wake }); err != nil {
@@ -562,19 +575,28 @@ func (r *runFlow) writeStatus() error {
 	if r.written == r.st.Changes {
 		return nil
 	}
+	// The signal listeners run while the write is out: what they change
+	// meanwhile is not in it, so neither the count nor the entries taken
+	// as written may be read after it (signals.go).
+	changes := r.st.Changes
 	req := runact.RunStatusRequest{Slug: r.run.Slug, Steps: r.runSteps(),
 		Writer: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, Seq: r.shipped.seq + 1, Final: r.st.Doc.Finished() && r.ended()}
 	if r.st.Repo != nil {
 		req.Repo = r.st.Repo.Path
 	}
 	var res runact.RunStatusResult
-	var changedIDs []string
+	var sent map[string]runstatus.Task
 	if r.shipped.tasks != nil {
 		top, changed, ids, err := r.statusPatch()
 		if err != nil {
 			return err
 		}
-		changedIDs = ids
+		// Only what changed is copied: a run of 10,000 tasks would copy
+		// every entry at every write.
+		sent = make(map[string]runstatus.Task, len(ids))
+		for _, id := range ids {
+			sent[id] = copyTask(r.st.Doc.Tasks[id])
+		}
 		req.Patch, req.Top, req.Tasks = true, top, changed
 		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
 			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
@@ -587,6 +609,10 @@ func (r *runFlow) writeStatus() error {
 		if err != nil {
 			return fmt.Errorf("encode run status: %w", err)
 		}
+		sent = make(map[string]runstatus.Task, len(r.st.Doc.Tasks))
+		for _, rt := range r.run.Tasks {
+			sent[rt.ID] = copyTask(r.st.Doc.Tasks[rt.ID])
+		}
 		req.Document = doc
 		if err := workflow.ExecuteLocalActivity(runStatusOptions(r.ctx, r.st.Doc), runActs.WriteRunStatus, req).Get(r.ctx, &res); err != nil {
 			return fmt.Errorf("write status.json of run %s: %w", r.run.Slug, err)
@@ -594,21 +620,17 @@ func (r *runFlow) writeStatus() error {
 	}
 	r.shipped.seq = req.Seq
 	if sentWhole {
-		r.shipped.tasks = make(map[string]runstatus.Task, len(r.st.Doc.Tasks))
-		for _, rt := range r.run.Tasks {
-			r.shipped.tasks[rt.ID] = copyTask(r.st.Doc.Tasks[rt.ID])
-		}
+		r.shipped.tasks = sent
 	} else {
-		// Only what changed is copied: a run of 10,000 tasks would copy
-		// every entry at every write.
-		for _, id := range changedIDs {
-			r.shipped.tasks[id] = copyTask(r.st.Doc.Tasks[id])
-		}
+		maps.Copy(r.shipped.tasks, sent)
 	}
 	if len(res.Paths) > 0 {
 		r.statusFile = res.Paths[0]
 	}
 	r.written = r.st.Changes
+	if r.signalsBuffered {
+		r.written = changes
+	}
 	return nil
 }
 

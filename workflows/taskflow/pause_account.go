@@ -1,6 +1,7 @@
 package taskflow
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -93,6 +94,19 @@ func (r *taskRun) adoptWorkersAccount(claim taskact.ClaimHostResult) bool {
 	r.accountCh = workflow.GetSignalChannel(r.ctx, accountapi.SignalNotice)
 	a.AccountChecked, a.AccountJoined = true, claim.Joined != nil
 	if claim.Joined == nil {
+		if claim.JoinSent && r.joinedUnread() {
+			// A member whose pause is unknown: it leaves at the end like
+			// any member, and takes the pause the account sends a member
+			// joining while it is paused, if that came already; a later
+			// one interrupts the conductor as any notice does.
+			a.AccountJoined = true
+			r.log.Warn("agent account joined, its pause not read", "account", claim.Account, "error", claim.AccountProblem)
+			if n := r.takeAccountNotice(); n != nil {
+				r.holdForAccount(*n)
+				return true
+			}
+			return false
+		}
 		r.log.Warn("agent account not reached", "account", claim.Account, "what", "join", "error", claim.AccountProblem)
 		return false
 	}
@@ -104,6 +118,20 @@ func (r *taskRun) adoptWorkersAccount(claim taskact.ClaimHostResult) bool {
 		return true
 	}
 	return false
+}
+
+// versionJoinedUnread names the change that makes a task whose join went
+// to its account, but whose read of the account's pause failed, a member
+// that leaves at the end; before it, the task took itself as no member,
+// sent no leave, and the account kept signalling whatever workflow later
+// held the task's id.
+const versionJoinedUnread = "account-joined-unread"
+
+// joinedUnread says whether this run of the workflow takes a join whose
+// read failed as a membership. Asked only when such a join happened, so
+// histories without one record no marker.
+func (r *taskRun) joinedUnread() bool {
+	return workflow.GetVersion(r.ctx, versionJoinedUnread, workflow.DefaultVersion, 1) == 1
 }
 
 // accountOptions: the account answers at once; an account workflow that
@@ -123,6 +151,12 @@ func accountOptions(ctx workflow.Context, summary string) workflow.Context {
 }
 
 func (r *taskRun) accountUpdate(req accountact.AccountRequest, what string) (accountapi.View, bool) {
+	v, err := r.accountUpdateErr(req, what)
+	return v, err == nil
+}
+
+// accountUpdateErr is accountUpdate with the activity's error.
+func (r *taskRun) accountUpdateErr(req accountact.AccountRequest, what string) (accountapi.View, error) {
 	req.Account = r.accountKey()
 	var v accountapi.View
 	err := workflow.ExecuteActivity(accountOptions(r.ctx, fmt.Sprintf("%s on account %s", what, req.Account)),
@@ -130,9 +164,16 @@ func (r *taskRun) accountUpdate(req accountact.AccountRequest, what string) (acc
 	if err != nil {
 		// The task goes on alone: a pause it meets is still its own.
 		r.log.Warn("agent account not reached", "account", req.Account, "what", what, "error", err)
-		return v, false
 	}
-	return v, true
+	return v, err
+}
+
+// mayHaveJoined: a join activity that failed this way may have made the
+// task a member: its signal went and the read failed, or it timed out
+// with the signal on its way.
+func mayHaveJoined(err error) bool {
+	var timeout *temporal.TimeoutError
+	return accountact.JoinedUnread(err) || errors.As(err, &timeout)
 }
 
 // checkAccount joins the account before the attempt starts, and holds the
@@ -140,9 +181,20 @@ func (r *taskRun) accountUpdate(req accountact.AccountRequest, what string) (acc
 func (r *taskRun) checkAccount() error {
 	a := &r.st.Current
 	r.takeAccountNotice() // the join's answer says what they said
-	v, ok := r.accountUpdate(accountact.AccountRequest{Join: &accountapi.JoinRequest{
+	v, err := r.accountUpdateErr(accountact.AccountRequest{Join: &accountapi.JoinRequest{
 		Member: workflow.GetInfo(r.ctx).WorkflowExecution.ID}}, "join")
+	ok := err == nil
 	a.AccountChecked, a.AccountJoined = true, ok
+	if !ok && mayHaveJoined(err) && r.joinedUnread() {
+		// Joined, or may have, with the pause unread: see
+		// adoptWorkersAccount. A later notice stops the attempt as any
+		// notice does.
+		a.AccountJoined = true
+		if n := r.takeAccountNotice(); n != nil {
+			r.holdForAccount(*n)
+		}
+		return nil
+	}
 	if ok && v.PausedUntil.After(workflow.Now(r.ctx)) {
 		r.holdForAccount(accountapi.Notice{Account: v.Account, Until: v.PausedUntil, ResetAt: v.ResetAt,
 			By: v.By, Phase: v.Phase, Source: v.Source, Text: v.Text})

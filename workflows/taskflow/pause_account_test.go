@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities/accountact"
@@ -28,8 +29,10 @@ type accountRig struct {
 	mu  sync.Mutex
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
-	// join is the account's answer to a join.
+	// join is the account's answer to a join; joinErr, when set, the
+	// join activity's error instead.
 	join        accountapi.View
+	joinErr     error
 	accountReqs []accountact.AccountRequest
 	leaves      []string
 	startedAt   []time.Time
@@ -50,6 +53,9 @@ type accountRig struct {
 	// account; claims are the claims asked.
 	claim  taskact.ClaimHostResult
 	claims []taskact.ClaimHostRequest
+	// claimNotice: the account's notice reaches the task together with
+	// the answer to a claim that joins it.
+	claimNotice *accountapi.Notice
 	// statusLeaves: the accounts the status writes left.
 	statusLeaves []string
 	// deliverEvery is how long a delivery takes (1 s when unset).
@@ -79,6 +85,9 @@ func (c *accountRig) register() {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.accountReqs = append(c.accountReqs, req)
+			if req.Join != nil && c.joinErr != nil {
+				return accountapi.View{}, c.joinErr
+			}
 			return c.join, nil
 		})
 	env.OnActivity(slotActs.AcquireSlot, mock.Anything, mock.Anything).Return(
@@ -109,6 +118,9 @@ func (c *accountRig) register() {
 			c.claims = append(c.claims, req)
 			if !req.JoinAccount {
 				return taskact.ClaimHostResult{}, nil
+			}
+			if c.claimNotice != nil {
+				env.SignalWorkflowSkippingWorkflowTask(accountapi.SignalNotice, *c.claimNotice)
 			}
 			return c.claim, nil
 		})
@@ -480,4 +492,64 @@ func TestWorkersAccountNotReached(t *testing.T) {
 	require.Len(t, c.startedAt, 1)
 	require.Empty(t, c.leaves, "never joined: nothing to leave")
 	require.Empty(t, c.statusLeaves, "never joined: nothing to leave")
+}
+
+// A claim whose join went to the worker's account but whose read of the
+// account's pause ran out of time leaves the task a member of it: the
+// task leaves with its last status write, as any member does, so the
+// account never signals a later workflow of the task.
+func TestWorkersAccountJoinedUnreadLeavesAtTheEnd(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.claim = taskact.ClaimHostResult{Account: "default.q", JoinSent: true,
+		AccountProblem: "read account default.q: context deadline exceeded"}
+	c.completeAtOnce = true
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.startedAt, 1, "an unread pause does not hold the start")
+	require.Empty(t, c.leaves, "no signal of its own to leave")
+	require.Equal(t, []string{"default.q"}, c.statusLeaves, "the member leaves with its last status write")
+}
+
+// The account tells a member that joins while it is paused so; a claim
+// whose read of the pause ran out of time takes that notice, when it came
+// with the claim's answer, before anything starts.
+func TestWorkersAccountJoinedUnreadTakesThePauseTheAccountSent(t *testing.T) {
+	env, c := newAccountRig(t)
+	until := env.Now().Add(2 * time.Hour).UTC()
+	c.claim = taskact.ClaimHostResult{Account: "default.q", JoinSent: true,
+		AccountProblem: "read account default.q: context deadline exceeded"}
+	c.claimNotice = &accountapi.Notice{Account: "default.q", Until: until, By: "T9", Phase: "implement"}
+	c.completeAtOnce = true
+	var paused taskapi.Status
+	pausedStatus(t, env, &paused)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.NotNil(t, paused.Pause, "held on the account's pause")
+	require.Equal(t, "T9", paused.Pause.By)
+	require.Len(t, c.startedAt, 1)
+	require.False(t, c.startedAt[0].Before(until), "started at %v, the account paused until %v", c.startedAt[0], until)
+	require.Empty(t, c.interrupted, "nothing started to interrupt")
+	require.Equal(t, []string{"default.q"}, c.statusLeaves)
+}
+
+// A task's own join whose read of the account's pause failed every time
+// leaves the task a member all the same: it leaves when the attempt ends.
+func TestOwnAccountJoinedUnreadLeavesAtTheEnd(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.joinErr = temporal.NewApplicationError("joined account team, its pause not read: context deadline exceeded",
+		accountact.ErrJoinedUnread)
+	c.completeAtOnce = true
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus, res.Outcome.LastError)
+	require.Len(t, c.startedAt, 1)
+	require.Equal(t, []string{"karvi-account-team"}, c.leaves)
 }
