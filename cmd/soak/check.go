@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -40,7 +41,7 @@ func (c *endChecker) Final(ctx context.Context) []soak.Violation {
 		switch {
 		case st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			vs = append(vs, soak.Violation{Invariant: soak.InvEndsOnceAndAgrees, Task: id, At: now,
-				Evidence: fmt.Sprintf("%s task still running when the soak ended (drain bound passed)", t.origin)})
+				Evidence: fmt.Sprintf("%s task still running when the soak ended (drain bound passed): %s", t.origin, d.whereIs(ctx, id))})
 		case !found && t.origin == originStandalone && t.err == nil:
 			vs = append(vs, soak.Violation{Invariant: soak.InvEndsOnceAndAgrees, Task: id, At: now,
 				Evidence: "the soak started it, but the server has no workflow of it"})
@@ -137,6 +138,35 @@ func (c *endChecker) Leftovers(context.Context) []soak.Violation {
 		}
 	}
 	return vs
+}
+
+// whereIs says where an open task's workflow stands: its status query and
+// the activities it waits on, for a person to start from.
+func (d *driver) whereIs(ctx context.Context, id string) string {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var parts []string
+	if v, err := d.cl.QueryWorkflow(cctx, taskapi.WorkflowID(id), "", taskapi.QueryStatus); err != nil {
+		parts = append(parts, "status query: "+err.Error())
+	} else {
+		var st taskapi.Status
+		if err := v.Get(&st); err == nil {
+			p := fmt.Sprintf("stage %s, attempt %d, plan %s, phase %s %s, host %s, task status %s", st.Stage, st.Attempt, st.PlanName, st.CurrentPhase, st.PhaseStatus, st.Host, st.TaskStatus)
+			if st.Pause != nil {
+				p += fmt.Sprintf(", paused (%s) since %s until %s", st.Pause.Reason, st.Pause.Since.Format(time.RFC3339), st.Pause.Until.Format(time.RFC3339))
+			}
+			if st.Slot != nil {
+				p += ", slot " + st.Slot.State
+			}
+			parts = append(parts, p)
+		}
+	}
+	if desc, err := d.cl.DescribeWorkflowExecution(cctx, taskapi.WorkflowID(id), ""); err == nil {
+		for _, a := range desc.GetPendingActivities() {
+			parts = append(parts, fmt.Sprintf("pending %s (%s, attempt %d, last error %q)", a.GetActivityType().GetName(), a.GetState(), a.GetAttempt(), a.GetLastFailure().GetMessage()))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // snapshot records how every task and run workflow stands, while the

@@ -55,9 +55,12 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 	chk.Start(ctx)
 	d.logf("mix: %d steps %v", len(mix.Steps), mix.Counts())
 
+	sctx, stopSupervising := context.WithCancel(ctx)
+	go s.supervise(sctx)
 	d.play(ctx)
 	d.logf("mix played in %s; draining", time.Since(d.t0).Round(time.Second))
 	drained := d.drain(ctx)
+	stopSupervising()
 	var vs []soak.Violation
 	vs = append(vs, chk.Final(ctx)...)
 	s.close()

@@ -109,8 +109,13 @@ func startStack(ctx context.Context, cfg config) (*stack, error) {
 	}
 	s.logf("dev server on %s (pid %d)", s.server.Addr, s.serverPID)
 
-	// karvi's default rate limit, as the issue asks: every worker and
-	// the intake share its bucket (one client address, 127.0.0.1).
+	// karvi's default rate limit: every worker and the intake share its
+	// bucket (one client address, 127.0.0.1). The fake, in this process,
+	// reads the time scale from the environment as the workers do, so the
+	// limit's minute is the scaled minute on both sides.
+	if err := os.Setenv(timeScaleEnv, strconv.FormatFloat(cfg.scale, 'g', -1, 64)); err != nil {
+		return s, err
+	}
 	s.karvi = karvifake.New(karvifake.Options{RateLimit: karvifake.DefaultRateLimit})
 	kurl, err := s.karvi.Start()
 	if err != nil {
@@ -130,10 +135,13 @@ func startStack(ctx context.Context, cfg config) (*stack, error) {
 			Addr: s.server.Addr, WorkRoot: h.workRoot, Conductor: s.sim,
 			Sink: "karvi", KarviURL: kurl, LogPath: filepath.Join(h.dir, "worker.log"),
 			Env: []string{
-				"KARVI_EDDA_TIME_SCALE=" + strconv.FormatFloat(cfg.scale, 'g', -1, 64),
+				timeScaleEnv + "=" + strconv.FormatFloat(cfg.scale, 'g', -1, 64),
 				"KARVI_EDDA_NOTIFY_SECRET=" + notifySecret,
 			},
 			Args: []string{"-host", name, "-notify-url", s.hooks.url,
+				// Two workers on one machine are one client to karvi:
+				// they split its limit, as docs say an operator does.
+				"-karvi-rate-limit", strconv.Itoa(karvifake.DefaultRateLimit / len(soak.Hosts)),
 				"-notify-dead-letter", filepath.Join(h.dir, "notify-dead-letter.jsonl"),
 				// Both hosts follow karvi's board: they join one intake.
 				"-intake-karvi"},
@@ -177,6 +185,35 @@ func (s *stack) startWorker(name string) error {
 	s.record(soak.Record{Kind: soak.RecWorkerStart, Details: map[string]string{"host": name, "pid": strconv.Itoa(w.PID())}})
 	s.logf("worker %s started (pid %d)", name, w.PID())
 	return nil
+}
+
+// supervise restarts a worker that exited by itself (one that started
+// while the Temporal server was restarting gives up at once, as a
+// worker does), until ctx ends: the soak kills workers on purpose only.
+func (s *stack) supervise(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		s.mu.Lock()
+		var exited []string
+		for _, name := range soak.Hosts {
+			if h := s.hosts[name]; h.worker != nil && !alive(h.worker.PID()) {
+				s.logf("worker %s (pid %d) exited by itself; starting it again", name, h.worker.PID())
+				s.record(soak.Record{Kind: soak.RecNote, Details: map[string]string{"host": name, "pid": strconv.Itoa(h.worker.PID()), "worker": "exited by itself"}})
+				h.worker = nil
+				exited = append(exited, name)
+			}
+		}
+		s.mu.Unlock()
+		for _, name := range exited {
+			if err := s.startWorker(name); err != nil {
+				s.logf("%v", err)
+			}
+		}
+	}
 }
 
 // killWorker SIGKILLs a host's worker, as a crash would.

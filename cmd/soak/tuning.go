@@ -6,6 +6,10 @@ import (
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
+// timeScaleEnv is the environment variable every process of the runtime
+// reads its time scale from.
+const timeScaleEnv = "KARVI_EDDA_TIME_SCALE"
+
 // scaledTuning is a task's tuning at the soak's time scale: each period
 // the workflow waits on, divided by the scale.
 func scaledTuning(scale float64) *taskapi.Tuning {
