@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
@@ -64,17 +65,35 @@ type Config struct {
 	// host for that name no account and no slot pool (the worker's
 	// -account, by default one per task queue); empty for none.
 	Account string
+	// Scale divides the activities' own periods (a stall's recheck, the
+	// checkpoint cadence a workflow leaves to the tail, an account's
+	// shared read): the worker's -time-scale; zero is real time.
+	Scale timescale.Scale
 }
 
 // DefaultTailHeartbeat is Config.TailHeartbeat when unset.
 const DefaultTailHeartbeat = time.Minute
 
-// TailHeartbeatOrDefault is c.TailHeartbeat, or its default when unset.
+// MinScaledTailHeartbeat is the least a time scale makes of the tail's
+// heartbeat timeout: a few heartbeats (HeartbeatEvery), so that one late
+// heartbeat does not fail a live delivery.
+const MinScaledTailHeartbeat = 5 * HeartbeatEvery
+
+// TailHeartbeatOrDefault is c.TailHeartbeat, or its default at c.Scale
+// when unset.
 func (c Config) TailHeartbeatOrDefault() time.Duration {
 	if c.TailHeartbeat > 0 {
 		return c.TailHeartbeat
 	}
-	return DefaultTailHeartbeat
+	return ScaledTailHeartbeat(c.Scale)
+}
+
+// ScaledTailHeartbeat is DefaultTailHeartbeat at scale s.
+func ScaledTailHeartbeat(s timescale.Scale) time.Duration {
+	if !s.Scaled() {
+		return DefaultTailHeartbeat
+	}
+	return max(s.Of(DefaultTailHeartbeat), MinScaledTailHeartbeat)
 }
 
 // HeartbeatEvery is how often a long activity heartbeats.

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+
+	"karvi-edda-temporal/internal/timescale"
 )
 
 // A host's capacity is its own queue's activity slots (-max-activities):
@@ -38,6 +40,15 @@ import (
 // workflow task), short enough that a finished task's place frees soon.
 const hostHold = 15 * time.Second
 
+// minHostHold is the least a time scale makes of hostHold: the gap between
+// two deliveries is a workflow task's real latency, which no scale shortens.
+const minHostHold = 2 * time.Second
+
+// hostHoldAt is hostHold at the time scale s.
+func hostHoldAt(s timescale.Scale) time.Duration {
+	return max(s.Of(hostHold), min(hostHold, minHostHold))
+}
+
 // errHostFull is the type of the error a start gets from a full host.
 const errHostFull = "HostFull"
 
@@ -48,6 +59,8 @@ type hostSlots struct {
 	worker.SlotSupplier
 	max int
 	now func() time.Time
+	// hold is hostHold at the worker's time scale.
+	hold time.Duration
 
 	mu    sync.Mutex
 	used  map[*worker.SlotPermit]struct{}
@@ -67,7 +80,7 @@ func newHostSlots(n int) (*hostSlots, error) {
 	if err != nil {
 		return nil, fmt.Errorf("activity slots: %w", err)
 	}
-	return &hostSlots{SlotSupplier: inner, max: n, now: time.Now, used: map[*worker.SlotPermit]struct{}{},
+	return &hostSlots{SlotSupplier: inner, max: n, now: time.Now, hold: hostHold, used: map[*worker.SlotPermit]struct{}{},
 		freed: make(chan struct{}), tasks: map[string]*hostTask{}}, nil
 }
 
@@ -102,7 +115,7 @@ func (h *hostSlots) admit(id string) bool {
 		t = &hostTask{}
 		h.tasks[id] = t
 	}
-	if until := h.now().Add(hostHold); until.After(t.until) {
+	if until := h.now().Add(h.hold); until.After(t.until) {
 		t.until = until
 	}
 	return true
@@ -125,7 +138,7 @@ func (h *hostSlots) end(id string) {
 	defer h.mu.Unlock()
 	if t := h.tasks[id]; t != nil {
 		t.running = max(t.running-1, 0)
-		t.until = h.now().Add(hostHold)
+		t.until = h.now().Add(h.hold)
 	}
 }
 
@@ -252,7 +265,7 @@ func (g gatedSlots) TryReserveSlot(info worker.SlotReservationInfo) *worker.Slot
 
 // tuners are the shared and the host worker's tuners: the SDK's defaults
 // but for their activity slots; and the host's slots, for the gate.
-func tuners(maxActivities int) (shared, host worker.WorkerTuner, hs *hostSlots, err error) {
+func tuners(maxActivities int, scale timescale.Scale) (shared, host worker.WorkerTuner, hs *hostSlots, err error) {
 	if maxActivities <= 0 {
 		maxActivities = 1000 // the SDK's default
 	}
@@ -260,6 +273,7 @@ func tuners(maxActivities int) (shared, host worker.WorkerTuner, hs *hostSlots, 
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	hs.hold = hostHoldAt(scale)
 	own, err := worker.NewFixedSizeSlotSupplier(maxActivities)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("activity slots: %w", err)

@@ -87,3 +87,27 @@ func TestAStartArrivingAtAFullHostIsHandedBack(t *testing.T) {
 	require.True(t, host.admit("task-b"), "task a over, its hold lapsed: room again")
 	require.False(t, host.admit("task-c"), "task b's admission holds the host")
 }
+
+// A task's place on the host is held for hostHold at the worker's time
+// scale, never shorter than a workflow task's real latency allows.
+func TestHostHoldFollowsTheTimeScale(t *testing.T) {
+	require.Equal(t, hostHold, hostHoldAt(0))
+	require.Equal(t, hostHold, hostHoldAt(1))
+	require.Equal(t, hostHold/5, hostHoldAt(5))
+	require.Equal(t, minHostHold, hostHoldAt(60))
+
+	_, _, hs, err := tuners(1, 5)
+	require.NoError(t, err)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	hs.now = func() time.Time { return now }
+	require.True(t, hs.admit("A"))
+	now = now.Add(hostHold/5 - time.Millisecond)
+	require.False(t, hs.admit("B"), "A's place is held")
+	now = now.Add(2 * time.Millisecond)
+	require.True(t, hs.admit("B"), "A's hold lapsed at the scaled hostHold")
+}
+
+func TestFenceEveryFollowsTheTimeScale(t *testing.T) {
+	require.Equal(t, time.Minute, fenceEveryAt(0))
+	require.Equal(t, time.Second, fenceEveryAt(60))
+}

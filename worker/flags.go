@@ -12,6 +12,7 @@ import (
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
@@ -44,6 +45,10 @@ type config struct {
 	// slot pool); "" for one per task queue, accountNone for none
 	// (workerAccount).
 	account string
+	// timeScale divides the default of every period of the worker and of
+	// the workflows it starts (internal/timescale); periods set by their
+	// own flag are used as given.
+	timeScale timescale.Scale
 }
 
 // flagEnv names the environment variable of every worker flag but the
@@ -78,6 +83,7 @@ var flagEnv = []struct{ flag, env string }{
 	{"stall-after", "KARVI_EDDA_STALL_AFTER"},
 	{"on-stall", "KARVI_EDDA_ON_STALL"},
 	{"account", "KARVI_EDDA_ACCOUNT"},
+	{"time-scale", timescale.Env},
 }
 
 const usageHeader = `worker: runs TaskWorkflow and its activities on a Temporal task queue.
@@ -126,6 +132,8 @@ func newFlagSet(c *config) *flag.FlagSet {
 	fs.DurationVar(&c.stallAfter, "stall-after", stalls.DefaultAfter, "a phase with no event and no agent transcript line for this long has stalled, when its dispatch sets no stallAfterSec; applies only to phases whose timeout is longer; 0 watches for none (docs/stalls.md)")
 	fs.StringVar(&c.onStall, "on-stall", string(stalls.Warn), "what follows a stall when the dispatch sets no onStall: warn (report only), redispatch (attempt n+1) or abort")
 	fs.StringVar(&c.account, "account", "", "the agent `account` of the tasks that name no account and no slot pool: they pause together when one meets a usage limit; none: each pauses alone (default default.<task-queue>, one per task queue; docs/pauses.md)")
+	c.timeScale = timescale.One
+	fs.Var(&c.timeScale, "time-scale", "how many times faster than real time every period runs, for tests and soaks: at 60 a minute lasts a second (the fence sweep, heartbeats and graces, stall thresholds, the intake poll, pauses, the karvi rate limit's minute, the workflows' waits; docs/timescale.md); a period set by its own flag is used as given; 1 is real time")
 	for _, fe := range flagEnv {
 		f := fs.Lookup(fe.flag)
 		f.Usage += " (env " + fe.env + ")"
@@ -155,6 +163,7 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 		if err := fs.Set(fe.flag, v); err != nil {
 			return c, fmt.Errorf("%s=%q: want %s (it sets -%s)", fe.env, v, want(fs.Lookup(fe.flag)), fe.flag)
 		}
+		given[fe.flag] = true
 	}
 	if c.sinkKind != "file" && c.sinkKind != "karvi" {
 		return c, fmt.Errorf("-sink (KARVI_EDDA_SINK) must be file or karvi, got %q", c.sinkKind)
@@ -184,7 +193,30 @@ func parseFlags(args []string, getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("-host (KARVI_EDDA_HOST): %w", err)
 		}
 	}
+	c.scaleDefaults(given)
 	return c, nil
+}
+
+// scaleDefaults divides the default of each period flag not given by the
+// time scale; the bounds above hold for a period an operator chose, not
+// for a scaled default.
+func (c *config) scaleDefaults(given map[string]bool) {
+	for _, p := range []struct {
+		flag string
+		d    *time.Duration
+		min  time.Duration
+	}{
+		{flag: "stop-grace", d: &c.stopGrace},
+		{flag: "intake-poll", d: &c.intakePoll},
+		{flag: "stall-after", d: &c.stallAfter},
+		// The tail heartbeats every HeartbeatEvery: a timeout of a few of
+		// them keeps a slow heartbeat from failing a live delivery.
+		{flag: "tail-heartbeat", d: &c.tailHeartbeat, min: activities.MinScaledTailHeartbeat},
+	} {
+		if !given[p.flag] {
+			*p.d = max(c.timeScale.Of(*p.d), p.min)
+		}
+	}
 }
 
 // accountNone is the -account of a worker whose tasks that name no
@@ -213,6 +245,8 @@ func want(f *flag.Flag) string {
 		return "true or false"
 	case rateLimit:
 		return "off or a number of requests a minute"
+	case timescale.Scale:
+		return "a number of at least 1, such as 60 for a minute that lasts a second"
 	}
 	return "a valid value"
 }

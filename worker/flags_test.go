@@ -29,7 +29,7 @@ func TestDefaults(t *testing.T) {
 		karviURL: "http://localhost:3461", karviRateLimit: 120, stopGrace: 10 * time.Second,
 		tailLinger: 5 * time.Millisecond, tailPoll: 250 * time.Millisecond, tailHeartbeat: time.Minute, registerSearchAttrs: true,
 		maxActivities: 5000, intakeHint: "edda", intakePoll: 10 * time.Second,
-		stallAfter: 15 * time.Minute, onStall: "warn",
+		stallAfter: 15 * time.Minute, onStall: "warn", timeScale: 1,
 	}, c)
 	// No -account: one account per task queue.
 	require.Equal(t, "default.karvi-edda", workerAccount(c, "karvi-edda"))
@@ -72,6 +72,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_ON_STALL":                   "abort",
 		"KARVI_EDDA_ACCOUNT":                    "env-account",
 		"KARVI_EDDA_TAIL_HEARTBEAT":             "45s",
+		"KARVI_EDDA_TIME_SCALE":                 "60",
 	}
 	require.Len(t, env, len(flagEnv), "one variable per flag")
 	fromEnv := config{
@@ -85,7 +86,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "env-host",
 		intakeKarvi: true, intakeHint: "env-hint", intakePoll: 7 * time.Second,
 		notifyURL: "http://127.0.0.1:9/hook", notifyDeadLetter: "/env/dead.jsonl", limitPatterns: "/env/limits.yaml",
-		stallAfter: 20 * time.Minute, onStall: "abort", account: "env-account",
+		stallAfter: 20 * time.Minute, onStall: "abort", account: "env-account", timeScale: 60,
 	}
 	c, err := parseFlags(nil, getenv(env))
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"-host", "flag-host",
 		"-sink", "karvi", "-intake-karvi=true", "-intake-runtime-hint", "flag-hint", "-intake-poll", "8s",
 		"-notify-url", "https://hooks.example/x", "-notify-dead-letter", "/flag/dead.jsonl", "-limit-patterns", "/flag/limits.yaml",
-		"-stall-after", "0", "-on-stall", "redispatch", "-account", "flag-account",
+		"-stall-after", "0", "-on-stall", "redispatch", "-account", "flag-account", "-time-scale", "2.5",
 		"-address", "flag:7233", "-namespace", "flag-ns", "-task-queue", "flag-q",
 	}, getenv(env))
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		host:        "flag-host",
 		intakeKarvi: true, intakeHint: "flag-hint", intakePoll: 8 * time.Second,
 		notifyURL: "https://hooks.example/x", notifyDeadLetter: "/flag/dead.jsonl", limitPatterns: "/flag/limits.yaml",
-		stallAfter: 0, onStall: "redispatch", account: "flag-account",
+		stallAfter: 0, onStall: "redispatch", account: "flag-account", timeScale: 2.5,
 	}, c)
 }
 
@@ -140,6 +141,8 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 		{env: map[string]string{"KARVI_EDDA_ON_STALL": "kill"}, want: []string{"-on-stall (KARVI_EDDA_ON_STALL)", `"kill": want warn, redispatch or abort`}},
 		{args: []string{"-stall-after", "100ms"}, want: []string{"-stall-after (KARVI_EDDA_STALL_AFTER)", "100ms", "0 to watch for none"}},
 		{env: map[string]string{"KARVI_EDDA_ACCOUNT": "my team"}, want: []string{"-account (KARVI_EDDA_ACCOUNT)", `"my team"`}},
+		{env: map[string]string{"KARVI_EDDA_TIME_SCALE": "0.5"}, want: []string{`KARVI_EDDA_TIME_SCALE="0.5"`, "a number of at least 1", "-time-scale"}},
+		{args: []string{"-time-scale", "fast"}, want: []string{"-time-scale", `"fast"`}},
 		{env: map[string]string{"KARVI_RATE_LIMIT": "fast"}, want: []string{`KARVI_RATE_LIMIT="fast"`, "off or a number of requests a minute", "-karvi-rate-limit"}},
 	}
 	for _, c := range cases {
@@ -152,6 +155,35 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 	// A variable is not even read when its flag is given.
 	_, err := parseFlags([]string{"-stop-grace", "1s"}, getenv(map[string]string{"KARVI_EDDA_STOP_GRACE": "bad"}))
 	require.NoError(t, err)
+}
+
+// -time-scale divides the defaults of the worker's periods; a period set
+// by its flag or variable is used as given.
+func TestTimeScaleScalesTheDefaultPeriods(t *testing.T) {
+	c, err := parseFlags([]string{"-time-scale", "60"}, getenv(nil))
+	require.NoError(t, err)
+	require.EqualValues(t, 60, c.timeScale)
+	require.Equal(t, 10*time.Second/60, c.stopGrace)
+	require.Equal(t, 10*time.Second/60, c.intakePoll)
+	require.Equal(t, 15*time.Second, c.stallAfter)
+	// The tail heartbeats every second: its timeout keeps room for a few.
+	require.Equal(t, 5*time.Second, c.tailHeartbeat)
+	// Not periods of the runtime's model: a tail's poll and linger.
+	require.Equal(t, 250*time.Millisecond, c.tailPoll)
+	require.Equal(t, 5*time.Millisecond, c.tailLinger)
+
+	c, err = parseFlags([]string{"-intake-poll", "3s", "-stall-after", "0"},
+		getenv(map[string]string{"KARVI_EDDA_TIME_SCALE": "10", "KARVI_EDDA_STOP_GRACE": "2s", "KARVI_EDDA_TAIL_HEARTBEAT": "20s"}))
+	require.NoError(t, err)
+	require.EqualValues(t, 10, c.timeScale)
+	require.Equal(t, 3*time.Second, c.intakePoll)
+	require.Equal(t, time.Duration(0), c.stallAfter)
+	require.Equal(t, 2*time.Second, c.stopGrace)
+	require.Equal(t, 20*time.Second, c.tailHeartbeat)
+
+	c, err = parseFlags([]string{"-time-scale", "600"}, getenv(nil))
+	require.NoError(t, err)
+	require.Equal(t, 10*time.Second/600, c.intakePoll, "a scaled default is not held to the bounds of a given one")
 }
 
 func TestHelp(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/internal/fleet"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/workflows"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -44,7 +45,7 @@ func hostOf(c config) (string, error) {
 // rest. Whatever is cancelled is retried on the same queue, where the next
 // worker of the host takes it up. The activity slots are capacity.go's.
 func workerOptions(c config, host string) (shared, own worker.Options, err error) {
-	sharedTuner, hostTuner, hs, err := tuners(c.maxActivities)
+	sharedTuner, hostTuner, hs, err := tuners(c.maxActivities, c.timeScale)
 	if err != nil {
 		return shared, own, err
 	}
@@ -146,8 +147,9 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 	handles := map[fleet.Run]taskact.LiveRun{}
 	var mu sync.Mutex
 	s := &fleet.Sweeper{
-		Host: host,
-		Log:  logger,
+		Host:  host,
+		Log:   logger,
+		Scale: acts.Config.Scale,
 		Live: func() ([]fleet.Run, error) {
 			live, err := acts.LiveRuns("")
 			if err != nil {
@@ -177,7 +179,7 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 	}
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(fenceEvery)
+		tick := time.NewTicker(fenceEveryAt(acts.Config.Scale))
 		defer tick.Stop()
 		for first := true; ; first = false {
 			n, err := s.Sweep(ctx)
@@ -201,8 +203,12 @@ func sweepStaleRuns(ctx context.Context, cl client.Client, acts *taskact.Activit
 
 // fenceEvery is how often a running worker sweeps again: a host taken for
 // lost while it ran on (its deliveries late, not its worker gone) keeps
-// its conductors, and only a sweep stops those whose task moved on.
+// its conductors, and only a sweep stops those whose task moved on. The
+// worker's time scale divides it.
 const fenceEvery = time.Minute
+
+// fenceEveryAt is fenceEvery at the time scale s.
+func fenceEveryAt(s timescale.Scale) time.Duration { return s.Of(fenceEvery) }
 
 // currentAttempt asks a task's workflow (its status query) which attempt is
 // current and on which host; found is false when the task has no workflow.

@@ -169,13 +169,14 @@ func run(c config) error {
 		StallAfter:    c.stallAfter,
 		OnStall:       stalls.Action(c.onStall),
 		Account:       workerAccount(c, conn.TaskQueue),
+		Scale:         c.timeScale,
 	}
-	accounts := &accountact.Activities{Temporal: cl}
+	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
-	slotActs := &slotact.Activities{Temporal: cl}
+	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)
 	w.RegisterActivity(accounts)
 	w.RegisterActivity(&intentact.Activities{Temporal: cl})
@@ -230,7 +231,7 @@ func karviClient(c config) func(string) (*karvi.Client, error) {
 		// Below the status activity's 15 s limit, so a hung karvi is an
 		// HTTP timeout (retried) rather than an activity timeout.
 		return karvi.New(baseURL, os.Getenv("KARVI_API_TOKEN"), karvi.WithTimeout(10*time.Second),
-			karvi.WithRateLimit(int(c.karviRateLimit)))
+			karvi.WithRateLimit(int(c.karviRateLimit)), karvi.WithTimeScale(c.timeScale))
 	}
 }
 

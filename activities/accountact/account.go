@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
@@ -45,6 +46,9 @@ func Leave(ctx context.Context, c Client, account, member string) error {
 // cannot send an update itself.
 type Activities struct {
 	Temporal Client
+	// Scale divides how long a read of an account's pause is shared
+	// (pauseFresh): the worker's time scale.
+	Scale timescale.Scale
 
 	// pauses shares the reads of an account's pause among the joins of
 	// this worker (pauseRead).
@@ -154,7 +158,7 @@ func (a *Activities) join(ctx context.Context, account string, r accountapi.Join
 	if err != nil {
 		return accountapi.View{}, fmt.Errorf("join account %s: %w", account, err)
 	}
-	v, inMemo, err := a.pauses.read(ctx, account, func(ctx context.Context) (accountapi.View, bool, error) {
+	v, inMemo, err := a.pauses.readFresh(ctx, account, a.Scale.Of(pauseFresh), func(ctx context.Context) (accountapi.View, bool, error) {
 		return a.readMemo(ctx, account)
 	})
 	if err != nil {

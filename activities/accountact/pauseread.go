@@ -47,6 +47,12 @@ type readPause func(context.Context) (accountapi.View, bool, error)
 // read answers with a read of account's pause that do made for this join
 // or for one a moment before it.
 func (p *pauseReads) read(ctx context.Context, account string, do readPause) (accountapi.View, bool, error) {
+	return p.readFresh(ctx, account, pauseFresh, do)
+}
+
+// readFresh is read with reads fresh for fresh: pauseFresh at the worker's
+// time scale.
+func (p *pauseReads) readFresh(ctx context.Context, account string, fresh time.Duration, do readPause) (accountapi.View, bool, error) {
 	p.mu.Lock()
 	if p.accounts == nil {
 		p.accounts = map[string]*pauseRead{}
@@ -56,7 +62,7 @@ func (p *pauseReads) read(ctx context.Context, account string, do readPause) (ac
 		r = &pauseRead{}
 		p.accounts[account] = r
 	}
-	if v, inMemo, ok := r.shared(); ok {
+	if v, inMemo, ok := r.shared(fresh); ok {
 		p.mu.Unlock()
 		return v, inMemo, nil
 	}
@@ -68,7 +74,7 @@ func (p *pauseReads) read(ctx context.Context, account string, do readPause) (ac
 			return accountapi.View{}, false, ctx.Err()
 		}
 		p.mu.Lock()
-		v, inMemo, ok := r.shared()
+		v, inMemo, ok := r.shared(fresh)
 		p.mu.Unlock()
 		if ok {
 			return v, inMemo, nil
@@ -83,9 +89,9 @@ func (p *pauseReads) read(ctx context.Context, account string, do readPause) (ac
 
 // shared is the last read when a join may take it: fresh, and finding the
 // account not paused. Called with the lock held.
-func (r *pauseRead) shared() (accountapi.View, bool, bool) {
+func (r *pauseRead) shared(fresh time.Duration) (accountapi.View, bool, bool) {
 	now := time.Now()
-	if !r.ok || now.Sub(r.at) >= pauseFresh || r.v.PausedUntil.After(now) {
+	if !r.ok || now.Sub(r.at) >= fresh || r.v.PausedUntil.After(now) {
 		return accountapi.View{}, false, false
 	}
 	return r.v, r.inMemo, true

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
@@ -131,4 +132,25 @@ func TestAReadThatFindsAPauseIsNotShared(t *testing.T) {
 	_, _, err = p.read(context.Background(), "a", do)
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "an answer without a pause is shared")
+}
+
+// At the worker's time scale a read is shared for pauseFresh scaled: a
+// read older than that is read again.
+func TestASharedReadIsFreshForTheScaledPeriod(t *testing.T) {
+	var p pauseReads
+	n := 0
+	do := func(context.Context) (accountapi.View, bool, error) {
+		n++
+		return accountapi.View{Account: "a"}, true, nil
+	}
+	fresh := timescale.Scale(4).Of(pauseFresh)
+	_, _, err := p.readFresh(context.Background(), "a", fresh, do)
+	require.NoError(t, err)
+	p.accounts["a"].at = time.Now().Add(-fresh)
+	_, _, err = p.readFresh(context.Background(), "a", fresh, do)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "a read as old as the scaled period is read again")
+	_, _, err = p.readFresh(context.Background(), "a", time.Hour, do)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "a fresh read is shared")
 }

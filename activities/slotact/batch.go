@@ -168,7 +168,7 @@ func send(a *Activities, k batchKey, batch []*batchAsk) {
 	for _, m := range batch {
 		req.Requests = append(req.Requests, m.req.Request)
 	}
-	res, err := acquireMany(ctx, a.Temporal, k, req)
+	res, err := acquireMany(ctx, a.Temporal, k, a.poolInput(k.pool), req)
 	if err == nil && len(res.Answers) != len(batch) {
 		err = fmt.Errorf("acquire-many to pool %s answered %d of %d requests", k.pool, len(res.Answers), len(batch))
 	}
@@ -182,9 +182,9 @@ func send(a *Activities, k batchKey, batch []*batchAsk) {
 	}
 }
 
-func acquireMany(ctx context.Context, c SlotClient, k batchKey, req slotapi.AcquireMany) (slotapi.AcquireManyResult, error) {
+func acquireMany(ctx context.Context, c SlotClient, k batchKey, in slotapi.PoolInput, req slotapi.AcquireMany) (slotapi.AcquireManyResult, error) {
 	start := c.NewWithStartWorkflowOperation(slotapi.StartOptions(k.pool, k.queue),
-		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: k.pool})
+		slotapi.PoolWorkflowName, in)
 	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{

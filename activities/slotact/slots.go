@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
@@ -42,8 +43,20 @@ type Activities struct {
 	// BatchesInFlight bounds the acquire-many updates under way at once
 	// to one pool from this worker. 0: DefaultBatchesInFlight.
 	BatchesInFlight int
+	// Scale is the time scale a pool this worker starts runs at (its
+	// check interval): the worker's -time-scale.
+	Scale timescale.Scale
 
 	batch batcher
+}
+
+// poolInput starts pool's workflow when an acquire finds none.
+func (a *Activities) poolInput(pool string) slotapi.PoolInput {
+	in := slotapi.PoolInput{Pool: pool}
+	if a.Scale.Scaled() {
+		in.TimeScale = float64(a.Scale)
+	}
+	return in
 }
 
 // DefaultBatchWindow is Activities.BatchWindow when unset: short beside
@@ -110,7 +123,7 @@ func (a *Activities) acquire(ctx context.Context, queue string, req AcquireSlotR
 // server answers a repeated id from its first outcome.
 func (a *Activities) acquireOne(ctx context.Context, queue string, req AcquireSlotRequest) (slots.Answer, error) {
 	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, queue),
-		slotapi.PoolWorkflowName, slotapi.PoolInput{Pool: req.Pool})
+		slotapi.PoolWorkflowName, a.poolInput(req.Pool))
 	k := req.Request.Key
 	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,

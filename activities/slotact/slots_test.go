@@ -447,3 +447,11 @@ func TestAMalformedAcquireInABatchIsRefusedAlone(t *testing.T) {
 	defer f.mu.Unlock()
 	require.Len(t, f.batches, 1, "the first never left the worker")
 }
+
+// A pool a worker starts runs at the worker's time scale; at real time
+// its input is what it always was.
+func TestAPoolStartsAtTheWorkersTimeScale(t *testing.T) {
+	require.Equal(t, slotapi.PoolInput{Pool: "p"}, (&Activities{}).poolInput("p"))
+	require.Equal(t, slotapi.PoolInput{Pool: "p"}, (&Activities{Scale: 1}).poolInput("p"))
+	require.Equal(t, slotapi.PoolInput{Pool: "p", TimeScale: 60}, (&Activities{Scale: 60}).poolInput("p"))
+}

@@ -220,11 +220,7 @@ func (d *delivery) run(ctx context.Context) error {
 		defer w.Close()
 		defer d.a.Metrics.WatchConductor()()
 	}
-	every := d.req.CheckpointEvery
-	if every <= 0 {
-		every = defaultCheckpointEvery
-	}
-	cp := newCheckpointClock(time.Now(), every, d.req.MaxWait)
+	cp := newCheckpointClock(time.Now(), d.checkpointEvery(), d.req.MaxWait)
 	// A worker asked to stop (a drain, an upgrade) takes a checkpoint at
 	// once: the workflow schedules the next delivery on the same host's
 	// queue, where the worker that replaces this one picks it up.
@@ -416,6 +412,15 @@ func (d *delivery) take(ctx context.Context, batch tailer.Batch) error {
 	// never past an undelivered line.
 	d.res.Next = cursorOf(batch.Next)
 	return nil
+}
+
+// checkpointEvery is the backstop of the delivery's checkpoints: the
+// workflow's, else the default at the worker's time scale.
+func (d *delivery) checkpointEvery() time.Duration {
+	if d.req.CheckpointEvery > 0 {
+		return d.req.CheckpointEvery
+	}
+	return d.a.Config.Scale.Of(defaultCheckpointEvery)
 }
 
 // finish ends a call's delivery before its checkpoint: the spend the

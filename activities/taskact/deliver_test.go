@@ -9,8 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/internal/tailer"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -88,4 +90,26 @@ func TestDeliveredFindsWhatTheSinkHolds(t *testing.T) {
 		require.Equal(t, sent >= 0, matched, "after %d events", sent)
 		require.Equal(t, max(sent, 0), n, "after %d events", sent)
 	}
+}
+
+// A delivery the workflow gives no checkpoint cadence takes the default at
+// the worker's time scale; the workflow's own is used as given.
+func TestCheckpointEveryFollowsTheTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		scale timescale.Scale
+		req   time.Duration
+		want  time.Duration
+	}{
+		{0, 0, 10 * time.Minute},
+		{60, 0, 10 * time.Second},
+		{60, 3 * time.Second, 3 * time.Second},
+	} {
+		d := &delivery{a: &Activities{Config: activities.Config{Scale: tc.scale}}, req: DeliverRequest{CheckpointEvery: tc.req}}
+		require.Equal(t, tc.want, d.checkpointEvery(), "scale %v, asked %s", tc.scale, tc.req)
+	}
+	require.Equal(t, 5*time.Second, activities.Config{Scale: 60}.TailHeartbeatOrDefault(),
+		"a scaled tail heartbeat keeps room for a few heartbeats")
+	require.Equal(t, 30*time.Second, activities.Config{Scale: 2}.TailHeartbeatOrDefault())
+	require.Equal(t, time.Minute, activities.Config{}.TailHeartbeatOrDefault())
+	require.Equal(t, 7*time.Second, activities.Config{Scale: 60, TailHeartbeat: 7 * time.Second}.TailHeartbeatOrDefault())
 }

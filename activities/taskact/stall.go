@@ -55,7 +55,14 @@ type Stall struct {
 
 // stallRecheck is how often a delivery under a stall looks whether the
 // agent wrote to its transcript again (the event log wakes it by itself).
+// The time scale shortens it down to limitPoll, how often the transcripts
+// are read at most.
 const stallRecheck = time.Second
+
+// stallRecheckEvery is stallRecheck at the worker's time scale.
+func (d *delivery) stallRecheckEvery() time.Duration {
+	return max(d.a.Config.Scale.Of(stallRecheck), limitPoll)
+}
 
 // stallWatch is a delivery's view of the watch.
 type stallWatch struct {
@@ -116,7 +123,7 @@ func (d *delivery) stallWait(ctx context.Context, s *stallWatch, now time.Time, 
 		if last.After(d.req.ProgressAt) && !d.req.ProgressAt.IsZero() {
 			return 0, false // progress again: the workflow ends the stall
 		}
-		return min(wait, stallRecheck), true
+		return min(wait, d.stallRecheckEvery()), true
 	}
 	until := stalls.Until(last, now, s.after)
 	if until > 0 {

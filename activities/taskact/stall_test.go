@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/limits"
 	"karvi-edda-temporal/stalls"
 )
@@ -116,4 +117,20 @@ func TestTranscriptProgressIsAWholeLine(t *testing.T) {
 	require.NoError(t, f.Close())
 	w.scan(context.Background())
 	require.Equal(t, first, w.progress)
+}
+
+// A stall under way is looked at again at the worker's time scale, never
+// more often than the transcripts are read.
+func TestStallRecheckFollowsTheTimeScale(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		scale timescale.Scale
+		want  time.Duration
+	}{{0, time.Second}, {1, time.Second}, {4, 250 * time.Millisecond}, {60, limitPoll}} {
+		d := stallDelivery(t, DeliverRequest{StallWatch: StallWatch{WatchStalls: true, StallAfter: 5 * time.Second,
+			ProgressAt: t0, Stalled: true}}, activities.Config{Scale: tc.scale})
+		wait, goOn := d.stallWait(context.Background(), d.newStallWatch(t0), t0, 20*time.Second)
+		require.True(t, goOn)
+		require.Equal(t, tc.want, wait, "scale %v", tc.scale)
+	}
 }

@@ -8,5 +8,7 @@
 // file yet, so only PUT succeeds) or "none" (the default: no briefPath, the
 // brief routes answer 404). The admin token comes from -token, else from
 // KARVI_API_TOKEN; it is never printed. Accepted writes can be read back at
-// GET /_fake/writes/ID. SIGINT or SIGTERM stops the server.
+// GET /_fake/writes/ID. -rate-limit (KARVI_RATE_LIMIT) is karvi's limit;
+// -time-scale (KARVI_EDDA_TIME_SCALE) makes its minute pass faster, as the
+// worker's does at the same setting. SIGINT or SIGTERM stops the server.
 package main

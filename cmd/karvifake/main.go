@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/testkit/karvifake"
 )
 
@@ -42,32 +44,68 @@ func (f *taskFlags) Set(v string) error {
 
 func main() {
 	if err := run(); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "karvifake:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	var tasks taskFlags
-	addr := flag.String("addr", "127.0.0.1:3461", "listen address (loopback only)")
-	token := flag.String("token", "", "admin bearer token (default $KARVI_API_TOKEN; empty = no auth)")
-	operator := flag.String("operator-token", "", "operator-role bearer token")
-	viewer := flag.String("viewer-token", "", "viewer-role bearer token")
-	rateLimit := flag.String("rate-limit", os.Getenv("KARVI_RATE_LIMIT"), "requests a minute per client address, or off, as karvi's KARVI_RATE_LIMIT (default 120)")
-	flag.Var(&tasks, "task", "task as ID:STATUS[:brief|path|none] (repeatable)")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", flag.Args())
+// config is what the command line and the environment ask for.
+type config struct {
+	opts  karvifake.Options
+	tasks taskFlags
+}
+
+// parseArgs reads the flags; -token, -rate-limit and -time-scale default
+// to KARVI_API_TOKEN, KARVI_RATE_LIMIT and KARVI_EDDA_TIME_SCALE, so one
+// environment sets the fake and the worker alike.
+func parseArgs(args []string, getenv func(string) string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("karvifake", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:3461", "listen address (loopback only)")
+	token := fs.String("token", "", "admin bearer token (default $KARVI_API_TOKEN; empty = no auth)")
+	operator := fs.String("operator-token", "", "operator-role bearer token")
+	viewer := fs.String("viewer-token", "", "viewer-role bearer token")
+	rateLimit := fs.String("rate-limit", getenv("KARVI_RATE_LIMIT"), "requests a minute per client address, or off, as karvi's KARVI_RATE_LIMIT (default 120)")
+	scale := timescale.One
+	fs.Var(&scale, "time-scale", "how many times faster than real time the rate limit's minute passes (at 60 it lasts a second), as the worker's -time-scale (default $"+timescale.Env+", else 1)")
+	fs.Var(&c.tasks, "task", "task as ID:STATUS[:brief|path|none] (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *token == "" {
-		*token = os.Getenv("KARVI_API_TOKEN")
+		*token = getenv("KARVI_API_TOKEN")
 	}
-
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "time-scale" })
+	if v := getenv(timescale.Env); !given && v != "" {
+		s, err := timescale.Parse(v)
+		if err != nil {
+			return c, fmt.Errorf("%s: %w", timescale.Env, err)
+		}
+		scale = s
+	}
 	limit, err := parseRateLimit(*rateLimit)
+	if err != nil {
+		return c, err
+	}
+	c.opts = karvifake.Options{Addr: *addr, Token: *token, OperatorToken: *operator, ViewerToken: *viewer,
+		RateLimit: limit, TimeScale: scale}
+	return c, nil
+}
+
+func run() error {
+	c, err := parseArgs(os.Args[1:], os.Getenv)
 	if err != nil {
 		return err
 	}
-	srv := karvifake.New(karvifake.Options{Addr: *addr, Token: *token, OperatorToken: *operator, ViewerToken: *viewer, RateLimit: limit})
+	tasks := c.tasks
+	srv := karvifake.New(c.opts)
 	for _, t := range tasks {
 		if err := srv.AddTask(t); err != nil {
 			return err
@@ -79,7 +117,7 @@ func run() error {
 	}
 	defer srv.Close()
 	auth := "off"
-	if *token != "" || *operator != "" || *viewer != "" {
+	if c.opts.Token != "" || c.opts.OperatorToken != "" || c.opts.ViewerToken != "" {
 		auth = "on"
 	}
 	// Catch SIGTERM before saying it listens: a caller may signal as soon

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"karvi-edda-temporal/internal/timescale"
 )
 
 // TestMain lets the test binary stand in for the command, so the process
@@ -38,6 +40,43 @@ func TestTaskFlag(t *testing.T) {
 		if err := f.Set(bad); err == nil {
 			t.Errorf("Set(%q) accepted", bad)
 		}
+	}
+}
+
+// -time-scale, else KARVI_EDDA_TIME_SCALE, sets the fake's time scale; a
+// bad value is refused naming it.
+func TestTimeScaleFlagAndVariable(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want timescale.Scale
+	}{
+		{nil, nil, 1},
+		{nil, map[string]string{"KARVI_EDDA_TIME_SCALE": "60"}, 60},
+		{[]string{"-time-scale", "30"}, map[string]string{"KARVI_EDDA_TIME_SCALE": "60"}, 30},
+	} {
+		c, err := parseArgs(tc.args, env(tc.env))
+		if err != nil || c.opts.TimeScale != tc.want {
+			t.Errorf("%v %v: scale %v, %v; want %v", tc.args, tc.env, c.opts.TimeScale, err, tc.want)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{nil, map[string]string{"KARVI_EDDA_TIME_SCALE": "0.5"}, `KARVI_EDDA_TIME_SCALE: time scale "0.5"`},
+		{[]string{"-time-scale", "fast"}, nil, `"fast"`},
+	} {
+		_, err := parseArgs(bad.args, env(bad.env))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v %v: %v, want an error containing %q", bad.args, bad.env, err, bad.want)
+		}
+	}
+	c, err := parseArgs([]string{"-rate-limit", "off", "-task", "T1:pending"}, env(map[string]string{"KARVI_API_TOKEN": "tok"}))
+	if err != nil || c.opts.Token != "tok" || len(c.tasks) != 1 || c.opts.RateLimit >= 0 {
+		t.Errorf("parsed %+v, %v", c, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -99,8 +100,11 @@ type Sweeper struct {
 	Stop func(ctx context.Context, r Run) error
 	Log  *slog.Logger
 	// Retry is the first pause before runs left undecided are asked
-	// about again; it doubles up to a minute.
+	// about again (default 5 s); it doubles up to a minute.
 	Retry time.Duration
+	// Scale divides the default Retry and the minute it doubles up to:
+	// the worker's time scale.
+	Scale timescale.Scale
 }
 
 // Sweep judges every live run, stops the stale ones, and asks again about
@@ -113,10 +117,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list the live conductor runs: %w", err)
 	}
 	stopped := 0
-	pause := s.Retry
-	if pause <= 0 {
-		pause = 5 * time.Second
-	}
+	pause, longest := s.pauses()
 	for len(runs) > 0 {
 		var later []Run
 		for _, r := range runs {
@@ -136,9 +137,19 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 			return stopped, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, time.Minute)
+		pause = min(2*pause, longest)
 	}
 	return stopped, nil
+}
+
+// pauses are the first pause before undecided runs are asked about again,
+// and the longest it doubles up to.
+func (s *Sweeper) pauses() (first, longest time.Duration) {
+	first = s.Retry
+	if first <= 0 {
+		first = s.Scale.Of(5 * time.Second)
+	}
+	return first, s.Scale.Of(time.Minute)
 }
 
 // judge decides about one run and acts on it.

@@ -122,3 +122,20 @@ func TestSweepEndsWithItsContext(t *testing.T) {
 	_, err := s.Sweep(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// The sweep asks again about undecided runs after pauses the worker's
+// time scale divides; a Retry set is used as given.
+func TestSweepPausesFollowTheTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		s              Sweeper
+		first, longest time.Duration
+	}{
+		{Sweeper{}, 5 * time.Second, time.Minute},
+		{Sweeper{Scale: 60}, 5 * time.Second / 60, time.Second},
+		{Sweeper{Scale: 60, Retry: time.Second}, time.Second, time.Second},
+	} {
+		first, longest := tc.s.pauses()
+		require.Equal(t, tc.first, first, "scale %v retry %s", tc.s.Scale, tc.s.Retry)
+		require.Equal(t, tc.longest, longest, "scale %v retry %s", tc.s.Scale, tc.s.Retry)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"karvi-edda-temporal/internal/timescale"
 )
 
 // DefaultTimeout bounds one request when the caller's HTTP client has none.
@@ -35,8 +37,10 @@ type Client struct {
 	// HTTP sends the requests.
 	HTTP *http.Client
 
-	// rateLimit is requests a minute (0 = off) for New to set up gate.
+	// rateLimit is requests a minute (0 = off) for New to set up gate;
+	// scale the time scale its minute lasts at.
 	rateLimit int
+	scale     timescale.Scale
 	// gate is shared by every client of BaseURL in this process: the rate
 	// limit, karvi's Retry-After and the board snapshot (gate.go, board.go).
 	gate *gate
@@ -56,6 +60,15 @@ func WithHTTPClient(hc *http.Client) Option {
 // of one address in the process shares one limit; the last setting wins.
 func WithRateLimit(perMinute int) Option {
 	return func(c *Client) { c.rateLimit = max(perMinute, 0) }
+}
+
+// WithTimeScale makes the minute of the rate limit last a minute at the
+// time scale s (internal/timescale): at 60 the clients send their
+// requests a minute each second, as a karvi (or fake) at the same scale
+// admits them. Like the limit itself, it is shared by every client of the
+// address.
+func WithTimeScale(s timescale.Scale) Option {
+	return func(c *Client) { c.scale = s }
 }
 
 // WithTimeout sets the per-request timeout of the default HTTP client.
@@ -103,7 +116,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 	if c.HTTP == nil {
 		c.HTTP = newHTTPClient()
 	}
-	c.gate = gateFor(c.BaseURL, c.rateLimit)
+	c.gate = gateFor(c.BaseURL, c.rateLimit, c.scale)
 	return c, nil
 }
 

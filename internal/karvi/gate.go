@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"karvi-edda-temporal/internal/timescale"
 )
 
 // DefaultRateLimit is karvi's default KARVI_RATE_LIMIT: 120 requests a
@@ -56,7 +58,10 @@ const (
 // client address, so every client of that address must draw from one bucket.
 type gate struct {
 	perMinute atomic.Int64
-	lim       *rate.Limiter // nil when off
+	// scale is the time scale the minute of perMinute lasts at; set with
+	// perMinute, under gatesMu.
+	scale timescale.Scale
+	lim   *rate.Limiter // nil when off
 
 	mu          sync.Mutex
 	pausedUntil time.Time
@@ -85,35 +90,43 @@ var (
 	gates   = map[string]*gate{}
 )
 
-// gateFor returns the gate of baseURL, made on first use with perMinute; a
-// later client asking for another limit changes it for all (the last
-// setting wins: one process talks to one karvi with one setting).
-func gateFor(baseURL string, perMinute int) *gate {
+// gateFor returns the gate of baseURL, made on first use with perMinute
+// requests a minute, the minute at the time scale scale; a later client
+// asking for another limit changes it for all (the last setting wins: one
+// process talks to one karvi with one setting).
+func gateFor(baseURL string, perMinute int, scale timescale.Scale) *gate {
+	if !scale.Scaled() {
+		scale = timescale.One // 0 and 1 are one setting
+	}
 	gatesMu.Lock()
 	defer gatesMu.Unlock()
 	g, ok := gates[baseURL]
 	if !ok {
 		g = &gate{}
 		gates[baseURL] = g
-		g.configure(perMinute)
+		g.configure(perMinute, scale)
 		return g
 	}
-	if int(g.perMinute.Load()) != perMinute {
-		g.configure(perMinute)
+	if int(g.perMinute.Load()) != perMinute || g.scale != scale {
+		g.configure(perMinute, scale)
 	}
 	return g
 }
 
-func (g *gate) configure(perMinute int) {
+// configure sets the limit: a bucket of perMinute (less the margin),
+// refilled over a minute at the time scale, so a scaled karvi's minute
+// admits the same count as a real one's.
+func (g *gate) configure(perMinute int, scale timescale.Scale) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.perMinute.Store(int64(perMinute))
+	g.scale = scale
 	if perMinute <= 0 {
 		g.lim = nil
 		return
 	}
 	burst := max(1, int(float64(perMinute)*burstShare))
-	every := rate.Limit(float64(perMinute) / 60 * rateShare)
+	every := rate.Limit(float64(perMinute) / scale.Of(time.Minute).Seconds() * rateShare)
 	g.lim = rate.NewLimiter(every, burst)
 }
 

@@ -3,6 +3,7 @@ package karvi
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestClassify(t *testing.T) {
@@ -143,5 +144,56 @@ func TestOutpaced(t *testing.T) {
 		if got := outpaced(c.tokens, 108, c.refill, c.pace, c.attending); got != c.want {
 			t.Errorf("%s: outpaced = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// At time scale 60 a minute lasts a second: the limiter admits a minute's
+// quota of karvi's default limit within one second (of a fake clock), and
+// at scale 1 it keeps to the minute.
+func TestRateLimitAtTheTimeScale(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// admitted counts the requests the limiter lets through when n come
+	// evenly within d.
+	admitted := func(g *gate, n int, d time.Duration) int {
+		ok := 0
+		for i := range n {
+			if g.lim.AllowN(t0.Add(d*time.Duration(i)/time.Duration(n)), 1) {
+				ok++
+			}
+		}
+		return ok
+	}
+	scaled := &gate{}
+	scaled.configure(DefaultRateLimit, 60)
+	if got := admitted(scaled, DefaultRateLimit, time.Second); got != DefaultRateLimit {
+		t.Errorf("scale 60: %d of %d requests in a second admitted, want all (a minute lasts a second)", got, DefaultRateLimit)
+	}
+	real := &gate{}
+	real.configure(DefaultRateLimit, 1)
+	if got := admitted(real, DefaultRateLimit, time.Second); got >= DefaultRateLimit {
+		t.Errorf("scale 1: %d of %d requests in a second admitted, want fewer (the bucket and a second's refill)", got, DefaultRateLimit)
+	}
+	// The same count per scaled minute: the bucket is as large, and
+	// refills s times faster.
+	if scaled.lim.Burst() != real.lim.Burst() || float64(scaled.lim.Limit()) != 60*float64(real.lim.Limit()) {
+		t.Errorf("scale 60: burst %d, refill %v; scale 1: burst %d, refill %v", scaled.lim.Burst(), scaled.lim.Limit(), real.lim.Burst(), real.lim.Limit())
+	}
+	// Past a scaled minute's refill the limiter keeps under karvi's own
+	// bucket at the same scale: 120 a second on top of the bucket.
+	if got := admitted(scaled, 10*DefaultRateLimit, 2*time.Second); got > DefaultRateLimit+2*DefaultRateLimit {
+		t.Errorf("scale 60: %d requests in two seconds admitted, more than a scaled karvi takes", got)
+	}
+}
+
+// Clients of one address with no scale and with scale 1 share one gate
+// setting: neither resets the bucket of the other.
+func TestGateScaleZeroIsOne(t *testing.T) {
+	g := gateFor("http://gate-scale.test", 120, 0)
+	lim := g.limiter()
+	if gateFor("http://gate-scale.test", 120, 1).limiter() != lim {
+		t.Error("scale 1 after 0 made a new limiter")
+	}
+	if gateFor("http://gate-scale.test", 120, 60).limiter() == lim {
+		t.Error("scale 60 kept the real-time limiter")
 	}
 }

@@ -14,10 +14,28 @@ import (
 )
 
 // bucket is karvi's rate limiter's bucket for one client address: capacity
-// tokens, refilled continuously at capacity/60 a second, one per request.
+// tokens, refilled continuously over a minute (at the fake's time scale),
+// one per request.
 type bucket struct {
 	tokens float64
 	last   time.Time
+}
+
+// refill is how many tokens a second a bucket of capacity gets back: all
+// of them over a minute at the fake's time scale.
+func (s *Server) refill(capacity float64) float64 {
+	return capacity / s.opts.TimeScale.Of(time.Minute).Seconds()
+}
+
+// take refills b up to now and takes a token when one is there.
+func (b *bucket) take(now time.Time, capacity, refill float64) bool {
+	b.tokens = math.Min(capacity, b.tokens+now.Sub(b.last).Seconds()*refill)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 // rateLimited answers 429 as karvi does when the client's bucket is empty;
@@ -38,16 +56,13 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 	}
 	now := time.Now()
 	capacity := float64(limit)
-	refill := capacity / 60
+	refill := s.refill(capacity)
 	b, ok := s.buckets[ip]
 	if !ok {
 		b = &bucket{tokens: capacity, last: now}
 		s.buckets[ip] = b
 	}
-	b.tokens = math.Min(capacity, b.tokens+now.Sub(b.last).Seconds()*refill)
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.take(now, capacity, refill) {
 		s.countRoute(route, taskID)
 		remaining := math.Floor(b.tokens)
 		s.mu.Unlock()
@@ -55,6 +70,8 @@ func (s *Server) rateLimited(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("X-RateLimit-Remaining", fmt.Sprint(remaining))
 		return false
 	}
+	// Whole seconds, as karvi sends them: at a time scale the wait is
+	// still a second at least.
 	retry := int(math.Ceil((1 - b.tokens) / refill))
 	s.refused++
 	s.countRoute("429 "+route, taskID)

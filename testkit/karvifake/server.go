@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"karvi-edda-temporal/internal/jsonmerge"
+	"karvi-edda-temporal/internal/timescale"
 )
 
 // DefaultMaxBody is karvi's default request body limit (1 MiB).
@@ -35,6 +36,10 @@ type Options struct {
 	// second, 429 with Retry-After beyond it (/health is exempt). 0 is
 	// karvi's default, DefaultRateLimit; RateLimitOff (negative) turns it off.
 	RateLimit int
+	// TimeScale makes the rate limit's minute last a minute at that scale
+	// (internal/timescale): at 60 the bucket refills in a second, as a
+	// worker at the same -time-scale expects. 0 or 1 is real time.
+	TimeScale timescale.Scale
 }
 
 // DefaultRateLimit is karvi's default rate limit (requests a minute per

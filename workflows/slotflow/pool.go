@@ -12,6 +12,7 @@ import (
 
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/internal/metrics"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
 	"karvi-edda-temporal/workflows/slotflow/slotapi"
@@ -124,7 +125,7 @@ func newPoolFlow(ctx workflow.Context, in slotapi.PoolInput) (*poolFlow, error) 
 
 func (p *poolFlow) setCheckEvery(d time.Duration) {
 	if d <= 0 {
-		d = slotapi.DefaultCheckEvery
+		d = timescale.Scale(p.in.TimeScale).Of(slotapi.DefaultCheckEvery)
 	}
 	p.st.CheckEvery = d
 	p.st.Pool.Lease = slotapi.LeaseChecks * d

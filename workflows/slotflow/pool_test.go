@@ -318,6 +318,29 @@ func TestSlotPoolSetRefusesBadLimits(t *testing.T) {
 	require.True(t, w.env.IsWorkflowCompleted())
 }
 
+// A pool started at a time scale checks its holders, and leases their
+// slots, at the scaled default; a check interval given is used as given.
+func TestSlotPoolChecksAtItsTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		in   slotapi.PoolInput
+		want time.Duration
+	}{
+		{slotapi.PoolInput{Pool: "p"}, slotapi.DefaultCheckEvery},
+		{slotapi.PoolInput{Pool: "p", TimeScale: 60}, slotapi.DefaultCheckEvery / 60},
+		{slotapi.PoolInput{Pool: "p", TimeScale: 60, CheckEvery: 2 * time.Second}, 2 * time.Second},
+	} {
+		w := newPoolWorld(t)
+		w.at(time.Millisecond, func() {
+			v := w.view()
+			require.Equal(t, tc.want, v.CheckEvery, "%+v", tc.in)
+			require.Equal(t, slotapi.LeaseChecks*tc.want, v.Lease, "%+v", tc.in)
+			w.env.CancelWorkflow()
+		})
+		w.env.ExecuteWorkflow(slotapi.PoolWorkflowName, tc.in)
+		require.True(t, w.env.IsWorkflowCompleted())
+	}
+}
+
 // The pool serves its line by turns across runs: a run of one task that
 // asks behind a run of five gets the next slot freed, and the pool's view
 // numbers the waiters in the order they will be served.

@@ -143,6 +143,35 @@ func TestUsageLimitPausesUntilTheReset(t *testing.T) {
 	require.Equal(t, 1, st.Pauses)
 }
 
+// A task at time scale 60 whose limit gives no reset pauses for the
+// default wait scaled, 30 s for 30 minutes, and then resumes.
+func TestScaledTaskPausesForTheScaledWaitWhenNoReset(t *testing.T) {
+	env := newEnv(t)
+	c := &limitedConductor{env: env} // no reset read
+	c.register(t)
+	start := env.Now()
+	var st taskapi.Status
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(taskapi.QueryStatus)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&st))
+	}, 10*time.Second)
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t),
+		Tuning: &taskapi.Tuning{TimeScale: 60}})
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+
+	require.Equal(t, taskapi.StagePaused, st.Stage, "paused 10 s in")
+	require.NotNil(t, st.Pause)
+	require.True(t, st.Pause.ResetAt.IsZero())
+	require.Equal(t, 30*time.Second, st.Pause.Until.Sub(st.Pause.Since), "PauseWait/60")
+	require.Len(t, c.resumes, 1)
+	require.True(t, st.Pause.Until.Equal(c.resumeAt[0]), "resumed at %v, when the scaled wait ended at %v", c.resumeAt[0], st.Pause.Until)
+	require.Less(t, c.resumeAt[0].Sub(start), time.Minute)
+}
+
 // A resume signal ends the pause early.
 func TestResumeSignalEndsThePauseEarly(t *testing.T) {
 	env, c := newLimited(t)

@@ -34,7 +34,8 @@ var slotActs *slotact.Activities
 const versionAgentSlots = "agent-slots"
 
 // slotGrace is how long past its timeout a waiter waits for the pool's
-// refusal before it withdraws by itself (the pool is slow or gone).
+// refusal before it withdraws by itself (the pool is slow or gone): a
+// pool's check interval by default, so both follow the task's time scale.
 const slotGrace = 30 * time.Second
 
 // SlotHold is where an attempt stands with its agent slot.
@@ -127,7 +128,8 @@ func (r *taskRun) awaitSlot() error {
 	if t := r.st.Slots.Timeout; t > 0 {
 		tctx, cancel := workflow.WithCancel(r.ctx)
 		defer cancel()
-		expired = workflow.NewTimer(tctx, max(a.Slot.Since.Add(t+slotGrace).Sub(workflow.Now(r.ctx)), time.Millisecond))
+		grace := r.st.Tuning.Scale().Of(slotGrace)
+		expired = workflow.NewTimer(tctx, max(a.Slot.Since.Add(t+grace).Sub(workflow.Now(r.ctx)), time.Millisecond))
 	}
 	// A pool that was terminated or cancelled never sends the notice: the
 	// waiter asks again now and then, which a live pool answers with its

@@ -30,6 +30,8 @@ type fakePool struct {
 	answers  []slots.Answer
 	acquires []slotact.AcquireSlotRequest
 	releases []string // "<task>#<attempt> <reason>"
+	// releasedAt is when each release was sent.
+	releasedAt []time.Time
 }
 
 func (p *fakePool) register(env *testsuite.TestWorkflowEnvironment) {
@@ -47,6 +49,7 @@ func (p *fakePool) register(env *testsuite.TestWorkflowEnvironment) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			p.releases = append(p.releases, strings.TrimPrefix(workflowID, "karvi-slots-")+": "+s.Key.Task+"#"+string(rune('0'+s.Key.Attempt))+" "+s.Reason)
+			p.releasedAt = append(p.releasedAt, env.Now())
 			return nil
 		})
 }
@@ -174,6 +177,30 @@ func TestTaskWithdrawsWhenThePoolNeverAnswers(t *testing.T) {
 	require.Equal(t, "no agent slot in pool agents within 5m: timeout", res.Outcome.LastError)
 	require.Equal(t, []string{"agents: T5#1 blocked"}, p.releases, "the task takes itself out of line")
 	require.Zero(t, f.starts)
+}
+
+// At time scale 60 the grace past the timeout is scaled too: a pool that
+// never answers is left half a second after the timeout, not 30 s.
+func TestTaskWithdrawsAfterTheScaledGrace(t *testing.T) {
+	env := newEnv(t)
+	f := &fakeConductor{t: t}
+	f.register(env)
+	p := &fakePool{answers: []slots.Answer{{State: slots.Queued, Position: 7}}}
+	p.register(env)
+	var st taskapi.Status
+	env.RegisterDelayedCallback(func() { st = queryStatus(t, env) }, time.Minute)
+	in := slotInput(t, &taskapi.SlotRequest{Timeout: 5 * time.Minute})
+	// Asking the pool again comes later than the withdrawal here.
+	in.Tuning = &taskapi.Tuning{TimeScale: 60, SlotAskEvery: time.Hour}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, "no agent slot in pool agents within 5m: timeout", res.Outcome.LastError)
+	require.Equal(t, []string{"agents: T5#1 blocked"}, p.releases)
+	require.Equal(t, taskapi.SlotWaiting, st.Slot.State)
+	require.Equal(t, 5*time.Minute+500*time.Millisecond, p.releasedAt[0].Sub(st.Slot.Since),
+		"withdrawn the scaled grace (30 s/60) past the timeout")
 }
 
 // An abort while waiting in line starts nothing and leaves the line; a

@@ -91,8 +91,12 @@ type PoolInput struct {
 	// Limits are a new pool's; nil: max_concurrent
 	// slots.DefaultMaxConcurrent and no max_total.
 	Limits *slots.Limits `json:"limits,omitempty"`
-	// CheckEvery: DefaultCheckEvery when 0.
+	// CheckEvery: DefaultCheckEvery when 0, at TimeScale.
 	CheckEvery time.Duration `json:"checkEvery,omitempty"`
+	// TimeScale divides the pool's default check interval (and so its
+	// lease): the time scale of the worker or starter that started it
+	// (internal/timescale); 0 is real time.
+	TimeScale float64 `json:"timeScale,omitempty"`
 	// ContinueAsNewAfter continues-as-new once history holds this many
 	// events, besides Temporal's own suggestion (0: a default; tests set it
 	// low to exercise the hand-over).

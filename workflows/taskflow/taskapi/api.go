@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/costs"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
 )
@@ -147,6 +148,36 @@ type Tuning struct {
 	PauseMargin time.Duration `json:"pauseMargin,omitempty"`
 	PauseWait   time.Duration `json:"pauseWait,omitempty"`
 	MaxPauses   int           `json:"maxPauses,omitempty"`
+	// TimeScale divides every default period above, and the workflow's own
+	// (a slot's grace, how often a waiting attempt asks its pool, the
+	// checkpoint cadence), by itself: at 60 a minute lasts a second. 0 or
+	// 1 is real time. A period set above is used as given. A deployment's
+	// starter and intake set it from the worker's scale (internal/timescale;
+	// docs/timescale.md).
+	TimeScale float64 `json:"timeScale,omitempty"`
+}
+
+// Scale is the tuning's time scale, of a possibly nil Tuning.
+func (t *Tuning) Scale() timescale.Scale {
+	if t == nil {
+		return timescale.One
+	}
+	return timescale.Scale(t.TimeScale)
+}
+
+// WithScale is t carrying the time scale s: t itself when s changes
+// nothing or t already names a scale, else a copy with s set, so that a
+// client's tuning is never written to.
+func WithScale(t *Tuning, s timescale.Scale) *Tuning {
+	if !s.Scaled() || (t != nil && t.TimeScale != 0) {
+		return t
+	}
+	c := Tuning{}
+	if t != nil {
+		c = *t
+	}
+	c.TimeScale = float64(s)
+	return &c
 }
 
 const (
@@ -160,7 +191,7 @@ func (t *Tuning) PauseMarginOrDefault() time.Duration {
 	if t != nil && t.PauseMargin > 0 {
 		return t.PauseMargin
 	}
-	return defaultPauseMargin
+	return t.Scale().Of(defaultPauseMargin)
 }
 
 // PauseWaitOrDefault is PauseWait, or its default when unset.
@@ -168,7 +199,7 @@ func (t *Tuning) PauseWaitOrDefault() time.Duration {
 	if t != nil && t.PauseWait > 0 {
 		return t.PauseWait
 	}
-	return defaultPauseWait
+	return t.Scale().Of(defaultPauseWait)
 }
 
 // MaxPausesOrDefault is MaxPauses, or its default when unset.
@@ -241,7 +272,7 @@ func (t *Tuning) SlotAskEveryOrDefault() time.Duration {
 	if t != nil && t.SlotAskEvery > 0 {
 		return t.SlotAskEvery
 	}
-	return defaultSlotAskEvery
+	return t.Scale().Of(defaultSlotAskEvery)
 }
 
 // HostGraceOrDefault is HostGrace, or its default when unset.
@@ -249,7 +280,7 @@ func (t *Tuning) HostGraceOrDefault() time.Duration {
 	if t != nil && t.HostGrace > 0 {
 		return t.HostGrace
 	}
-	return defaultHostGrace
+	return t.Scale().Of(defaultHostGrace)
 }
 
 // TailWaitOrDefault is TailWait, or its default when unset.
@@ -257,10 +288,12 @@ func (t *Tuning) TailWaitOrDefault() time.Duration {
 	if t != nil && t.TailWait > 0 {
 		return t.TailWait
 	}
-	return defaultTailWait
+	return t.Scale().Of(defaultTailWait)
 }
 
-// SilenceGraceOrDefault is SilenceGrace, or its default when unset.
+// SilenceGraceOrDefault is SilenceGrace, or its default when unset. The
+// time scale leaves it as it is: it is slack for a real conductor to
+// report the end of a phase whose timeout (the plan's) is real time too.
 func (t *Tuning) SilenceGraceOrDefault() time.Duration {
 	if t != nil && t.SilenceGrace > 0 {
 		return t.SilenceGrace
