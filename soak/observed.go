@@ -79,15 +79,14 @@ type StatusChange struct {
 
 // Brief is the part of a task's brief the checks read.
 type Brief struct {
+	// PlanName is plan.name: the attempt the brief is about.
 	PlanName string `json:"planName,omitempty"`
+	// Phases is each phase's status (phases.<id>.status).
+	Phases map[string]string `json:"phases,omitempty"`
 	// TotalUSD is cost.total_usd (nil when absent); ByPhase cost.by_phase.
 	TotalUSD *float64           `json:"totalUsd,omitempty"`
 	ByPhase  map[string]float64 `json:"byPhase,omitempty"`
 	Log      []LogEntry         `json:"log,omitempty"`
-	// Status is what the brief says of the task's end: the last phase
-	// statuses summed up by the collector ("completed", "blocked", "" when
-	// the brief does not say).
-	Status string `json:"status,omitempty"`
 }
 
 // LogEntry is one brief log entry.
@@ -98,12 +97,19 @@ type LogEntry struct {
 	Detail string `json:"detail"`
 }
 
-// PlanObs is one run directory of a task: its events.jsonl and state.json.
+// PlanObs is one attempt's conductor files: its events.jsonl and
+// state.json (one pair per plan: a resume after a pause goes on in the
+// same files), and the run directories of its conductors.
 type PlanObs struct {
-	// Dir is the directory's name: the attempt's plan name, with
-	// "-resume-N" for a resume of it.
-	Dir    string  `json:"dir"`
-	Events []Event `json:"events,omitempty"`
+	// Name is the attempt's plan name.
+	Name string `json:"name"`
+	// RunDirs are the attempt's run directories (runs/<task>/<dir>): the
+	// plan name, then "<plan>-resume-N" for each resume.
+	RunDirs []string `json:"runDirs,omitempty"`
+	// Events are events.jsonl's well-formed lines, in order; Malformed
+	// counts the others.
+	Events    []Event `json:"events,omitempty"`
+	Malformed int     `json:"malformed,omitempty"`
 	// State is state.json, nil when the conductor wrote none.
 	State *PlanState `json:"state,omitempty"`
 }
@@ -111,7 +117,8 @@ type PlanObs struct {
 // Event is one line of events.jsonl, as much as the checks need.
 type Event struct {
 	// Line is the 1-based line number, for evidence.
-	Line    int      `json:"line"`
+	Line int `json:"line"`
+	// Type is the normalised (snake_case) type.
 	Type    string   `json:"type"`
 	Phase   string   `json:"phase,omitempty"`
 	Time    string   `json:"time,omitempty"`
@@ -120,9 +127,8 @@ type Event struct {
 
 // PlanState is the part of state.json the checks read.
 type PlanState struct {
-	Status       string             `json:"status"`
-	TotalCostUSD float64            `json:"totalCostUsd"`
-	PhaseCosts   map[string]float64 `json:"phaseCosts,omitempty"`
+	Status       string  `json:"status"`
+	TotalCostUSD float64 `json:"totalCostUsd"`
 }
 
 // RunTaskStatus is a task's entry in its run's status.json.
@@ -172,14 +178,20 @@ type AttemptSummary struct {
 	EndedAt   time.Time `json:"endedAt,omitzero"`
 }
 
-// JobObs is a task's job view: its steps' costs.
+// JobObs is a task's job view (the job query): its steps' costs over the
+// attempts it lists.
 type JobObs struct {
+	// Attempts are the plan names of the attempts the view covers (the
+	// attempts of the task's last workflow chain), oldest first.
+	Attempts []string `json:"attempts,omitempty"`
+	// Steps are the view's step metrics: per phase over those attempts.
 	Steps []JobStep `json:"steps,omitempty"`
+	// TotalUSD is the view's metrics.cost.total_usd.
+	TotalUSD float64 `json:"totalUsd"`
 }
 
-// JobStep is one step of the job view: a phase of an attempt.
+// JobStep is one step of the job view: a phase, over the view's attempts.
 type JobStep struct {
-	Attempt int     `json:"attempt"`
 	Phase   string  `json:"phase"`
 	Tries   int     `json:"tries,omitempty"`
 	CostUSD float64 `json:"costUsd"`
@@ -196,6 +208,8 @@ type Sample struct {
 // LiveConductor is a conductor run whose process group had a running
 // member.
 type LiveConductor struct {
+	// Host is the worker host whose work root holds the run.
+	Host string `json:"host,omitempty"`
 	Task string `json:"task"`
 	// Dir is the run directory's name (plan, or plan-resume-N).
 	Dir  string `json:"dir"`
@@ -210,12 +224,17 @@ type TaskSample struct {
 	Stage    string `json:"stage,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`
 	PlanName string `json:"planName,omitempty"`
+	// Host is the worker host running the attempt's conductor ("" when
+	// not known).
+	Host string `json:"host,omitempty"`
 	// Pause is the pause the status query showed, nil when none.
-	Pause   *Pause  `json:"pause,omitempty"`
+	Pause *Pause `json:"pause,omitempty"`
+	// CostUSD and Budget are the cost query's, for tasks with a budget
+	// (HasCost); the status query's cost otherwise.
 	CostUSD float64 `json:"costUsd,omitempty"`
+	HasCost bool    `json:"hasCost,omitempty"`
 	Budget  *Budget `json:"budget,omitempty"`
-	// Phase is the phase in flight and PhaseCostUSD what its tries cost so
-	// far (the job view's last step), for the budget check.
+	// Phase is the phase in flight (the status query's current phase).
 	Phase string `json:"phase,omitempty"`
 }
 
@@ -227,8 +246,12 @@ type Pause struct {
 	Until   time.Time `json:"until,omitzero"`
 	ResetAt time.Time `json:"resetAt,omitzero"`
 	Count   int       `json:"count,omitempty"`
-	Account string    `json:"account,omitempty"`
-	Budget  string    `json:"budget,omitempty"`
+	// Account is the agent account for an account's pause, By the task
+	// that met the limit ("" for this one).
+	Account string `json:"account,omitempty"`
+	By      string `json:"by,omitempty"`
+	// Budget is the exceeded message of a budget pause.
+	Budget string `json:"budget,omitempty"`
 }
 
 // Pause reasons.
@@ -250,13 +273,17 @@ type FenceStop struct {
 
 // Webhook is one delivery the soak's receiver got.
 type Webhook struct {
+	// At is when the receiver got it.
 	At   time.Time `json:"at"`
 	ID   string    `json:"id"`
 	Kind string    `json:"kind"`
 	Task string    `json:"task,omitempty"`
-	// Attempt is the delivery's attempt number as the receiver saw it
-	// (a retried delivery carries the same id on purpose).
-	Redelivery bool `json:"redelivery,omitempty"`
+	Run  string    `json:"run,omitempty"`
+	// Time is the event's own time field, as sent.
+	Time string `json:"time,omitempty"`
+	// Digest is a hash of the body: a retried delivery carries the same id
+	// and the same body, a repeated id on another event a different body.
+	Digest string `json:"digest"`
 }
 
 // Process is a process found running when nothing should be.
@@ -265,6 +292,7 @@ type Process struct {
 	PGID int `json:"pgid,omitempty"`
 	// What says what it is: conductor, agent, worker, temporal, karvi.
 	What string `json:"what"`
+	Host string `json:"host,omitempty"`
 	Task string `json:"task,omitempty"`
 	Dir  string `json:"dir,omitempty"`
 	Cmd  string `json:"cmd,omitempty"`

@@ -1,0 +1,183 @@
+package soak
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// spent is what a task spent over all its attempts: the cost query's
+// total, else its attempts' state.json totals.
+func spent(t TaskObs) float64 {
+	if t.Workflow != nil && t.Workflow.CostUSD > 0 {
+		return t.Workflow.CostUSD
+	}
+	var sum float64
+	for _, p := range t.Plans {
+		if p.State != nil {
+			sum += p.State.TotalCostUSD
+		}
+	}
+	return sum
+}
+
+// costliestPhase is the most a phase cost the task, by its job view (all
+// tries of a phase over the view's attempts), else by its brief.
+func costliestPhase(t TaskObs) (string, float64) {
+	phase, most := "", 0.0
+	if t.Job != nil {
+		for _, s := range t.Job.Steps {
+			if s.CostUSD > most {
+				phase, most = s.Phase, s.CostUSD
+			}
+		}
+	}
+	if t.Brief != nil {
+		for p, v := range t.Brief.ByPhase {
+			if v > most || (v == most && p < phase) {
+				phase, most = p, v
+			}
+		}
+	}
+	return phase, most
+}
+
+// CheckSpendWithinBlockingBudget: a task whose budget blocks stops at the
+// first checkpoint past its limit, so what it spent passes the limit by at
+// most the phase in flight. At the end: the overshoot is no more than its
+// costliest phase. Along the way: once a sample showed its spend at the
+// limit, no later sample of that attempt shows another phase running.
+func CheckSpendWithinBlockingBudget(o *Observed, c Config) []Violation {
+	c = c.withDefaults()
+	var out []Violation
+	for _, t := range o.Tasks {
+		w := t.Workflow
+		if w == nil || w.Budget == nil || w.Budget.Action != "block" {
+			continue
+		}
+		sp, limit := spent(t), w.Budget.LimitUSD
+		over := sp - limit
+		if over <= c.CostTolerance {
+			continue
+		}
+		phase, most := costliestPhase(t)
+		if over <= most+c.CostTolerance {
+			continue
+		}
+		out = append(out, violation(InvSpendWithinBlockingBudget, t.ID, time.Time{},
+			"spent %s against a blocking budget of %s (attempt %d, plan %s): %s over, more than its costliest phase (%s, %s)",
+			usd(sp), usd(limit), w.Attempt, w.PlanName, usd(over), phaseName(phase), usd(most)))
+	}
+	tls := timelines(o)
+	tasks := make([]string, 0, len(tls))
+	for k := range tls {
+		tasks = append(tasks, k)
+	}
+	sort.Strings(tasks)
+	for _, task := range tasks {
+		var reached *point
+		for i := range tls[task] {
+			p := &tls[task][i]
+			b := p.S.Budget
+			if !p.S.HasCost || b == nil || b.Action != "block" || !p.S.Open {
+				continue
+			}
+			if reached != nil && reached.S.Attempt != p.S.Attempt {
+				reached = nil
+			}
+			if reached == nil {
+				if p.S.CostUSD >= b.LimitUSD-1e-9 {
+					reached = p
+				}
+				continue
+			}
+			if reached.S.CostUSD < b.LimitUSD-1e-9 {
+				reached = nil // the budget was raised meanwhile
+				if p.S.CostUSD >= b.LimitUSD-1e-9 {
+					reached = p
+				}
+				continue
+			}
+			if p.S.Stage == "running" && p.S.Phase != "" && p.S.Phase != reached.S.Phase {
+				out = append(out, violation(InvSpendWithinBlockingBudget, task, p.At,
+					"at %s the task had spent %s of its blocking budget of %s in phase %s (attempt %d, plan %s), and at %s phase %s was running",
+					ts(reached.At), usd(reached.S.CostUSD), usd(b.LimitUSD), phaseName(reached.S.Phase),
+					reached.S.Attempt, reached.S.PlanName, ts(p.At), p.S.Phase))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func phaseName(p string) string {
+	if p == "" {
+		return "(none)"
+	}
+	return p
+}
+
+// CheckCostsAgree: for every task that ended, the job view's step costs
+// add up to its attempts' state.json totals; the brief's total is its
+// attempt's state.json total; and for a view of one attempt each step's
+// cost is the brief's cost of that phase.
+func CheckCostsAgree(o *Observed, c Config) []Violation {
+	c = c.withDefaults()
+	var out []Violation
+	for _, t := range o.Tasks {
+		if t.Workflow == nil || !t.Workflow.Closed {
+			continue
+		}
+		plans := map[string]*PlanObs{}
+		for i := range t.Plans {
+			plans[t.Plans[i].Name] = &t.Plans[i]
+		}
+		stateTotal := func(plan string) (float64, string) {
+			p := plans[plan]
+			if p == nil || p.State == nil {
+				return 0, plan + " none"
+			}
+			return p.State.TotalCostUSD, plan + " " + usd(p.State.TotalCostUSD)
+		}
+		if j := t.Job; j != nil && len(j.Attempts) > 0 {
+			var stepSum float64
+			var steps []string
+			for _, s := range j.Steps {
+				stepSum += s.CostUSD
+				steps = append(steps, fmt.Sprintf("%s %s/%d tries", s.Phase, usd(s.CostUSD), s.Tries))
+			}
+			var stateSum float64
+			var states []string
+			for _, a := range j.Attempts {
+				v, d := stateTotal(a)
+				stateSum += v
+				states = append(states, d)
+			}
+			if !near(stepSum, stateSum, c.CostTolerance) {
+				out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
+					"job view steps add up to %s (%s) but state.json of its attempts adds up to %s (%s)",
+					usd(stepSum), strings.Join(steps, ", "), usd(stateSum), strings.Join(states, ", ")))
+			}
+			if len(j.Attempts) == 1 && t.Brief != nil && t.Brief.PlanName == j.Attempts[0] {
+				for _, s := range j.Steps {
+					if b := t.Brief.ByPhase[s.Phase]; !near(s.CostUSD, b, c.CostTolerance) {
+						out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
+							"attempt plan %s phase %s: the job view's step costs %s over %d tries, the brief's cost.by_phase says %s",
+							j.Attempts[0], s.Phase, usd(s.CostUSD), s.Tries, usd(b)))
+					}
+				}
+			}
+		}
+		if b := t.Brief; b != nil && b.PlanName != "" {
+			if p := plans[b.PlanName]; p != nil && p.State != nil {
+				if bt := deref(b.TotalUSD); !near(bt, p.State.TotalCostUSD, c.CostTolerance) {
+					out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
+						"the brief's cost.total_usd is %s but state.json of its attempt (plan %s) says %s",
+						usd(bt), b.PlanName, usd(p.State.TotalCostUSD)))
+				}
+			}
+		}
+	}
+	return out
+}

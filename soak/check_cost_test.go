@@ -1,0 +1,118 @@
+package soak
+
+import (
+	"testing"
+)
+
+func TestCheckSpendWithinBlockingBudget(t *testing.T) {
+	task := func(spent float64, action string, limit float64) TaskObs {
+		return TaskObs{ID: "a",
+			Workflow: &WorkflowObs{Closed: true, Outcome: "blocked", Attempt: 1, PlanName: planA1, CostUSD: spent,
+				Budget: &Budget{LimitUSD: limit, Action: action}},
+			Job: &JobObs{Attempts: []string{planA1}, Steps: []JobStep{
+				{Phase: "implement", Tries: 1, CostUSD: 0.5}, {Phase: "test", Tries: 2, CostUSD: 0.3}}},
+		}
+	}
+	withCost := func(s TaskSample, cost, limit float64) TaskSample {
+		s.HasCost, s.CostUSD, s.Budget = true, cost, &Budget{LimitUSD: limit, Action: "block"}
+		return s
+	}
+	cases := []struct {
+		name string
+		o    Observed
+		want []want
+	}{
+		{name: "under its limit", o: Observed{Tasks: []TaskObs{task(0.9, "block", 1)}}},
+		{name: "over by less than its costliest phase", o: Observed{Tasks: []TaskObs{task(1.45, "block", 1)}}},
+		{name: "a warn budget may be passed", o: Observed{Tasks: []TaskObs{task(5, "warn", 1)}}},
+		{name: "spend from state.json when the cost query had none", o: Observed{Tasks: []TaskObs{func() TaskObs {
+			t := task(0, "block", 1)
+			t.Plans = []PlanObs{{Name: planA1, State: &PlanState{TotalCostUSD: 2.2}}}
+			return t
+		}()}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{"spent $2.2", "$1.2 over"}}}},
+		{name: "over by more than a phase", o: Observed{Tasks: []TaskObs{task(2, "block", 1)}},
+			want: []want{{InvSpendWithinBlockingBudget, "a", []string{"spent $2 against a blocking budget of $1", "attempt 1", planA1, "$1 over", "implement, $0.5"}}}},
+		{name: "stopped in the phase that reached the limit", o: Observed{Samples: []Sample{
+			sample(1, nil, withCost(running("a", 1, planA1, "implement"), 0.4, 1)),
+			sample(2, nil, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+			sample(3, nil, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+			sample(4, nil, closed("a", 1, planA1)),
+		}}},
+		{name: "the budget raised before the next phase", o: Observed{Samples: []Sample{
+			sample(2, nil, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+			sample(3, nil, withCost(running("a", 1, planA1, "docs"), 1.1, 3)),
+		}}},
+		{name: "a phase started past the limit", o: Observed{Samples: []Sample{
+			sample(1, nil, withCost(running("a", 1, planA1, "implement"), 0.4, 1)),
+			sample(2, nil, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+			sample(3, nil, withCost(running("a", 1, planA1, "docs"), 1.3, 1)),
+		}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{
+			"at 14:00:02.000 the task had spent $1.1 of its blocking budget of $1 in phase test", "at 14:00:03.000 phase docs was running"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { expect(t, CheckSpendWithinBlockingBudget(&tc.o, Config{}), tc.want...) })
+	}
+}
+
+func TestCheckCostsAgree(t *testing.T) {
+	// A task whose test phase passed on its second try: two tries of
+	// $0.42 each.
+	good := func() TaskObs {
+		return TaskObs{ID: "a",
+			Workflow: &WorkflowObs{Closed: true, Outcome: "completed", Attempt: 1, PlanName: planA1},
+			Brief: &Brief{PlanName: planA1, TotalUSD: f(1.44),
+				ByPhase: map[string]float64{"implement": 0.42, "test": 0.84, "docs": 0.18}},
+			Plans: []PlanObs{{Name: planA1, State: &PlanState{Status: "completed", TotalCostUSD: 1.44}}},
+			Job: &JobObs{Attempts: []string{planA1}, TotalUSD: 1.44, Steps: []JobStep{
+				{Phase: "implement", Tries: 1, CostUSD: 0.42}, {Phase: "test", Tries: 2, CostUSD: 0.84}, {Phase: "docs", Tries: 1, CostUSD: 0.18}}},
+		}
+	}
+	cases := []struct {
+		name string
+		o    Observed
+		want []want
+	}{
+		{name: "one attempt, all agree", o: Observed{Tasks: []TaskObs{good()}}},
+		{name: "two attempts", o: Observed{Tasks: []TaskObs{func() TaskObs {
+			t := good()
+			t.Workflow.Attempt, t.Workflow.PlanName, t.Brief.PlanName = 2, planA2, planA2
+			t.Plans = []PlanObs{{Name: planA1, State: &PlanState{TotalCostUSD: 0.5}}, {Name: planA2, State: &PlanState{TotalCostUSD: 1.44}}}
+			t.Job.Attempts = []string{planA1, planA2}
+			t.Job.Steps[0].CostUSD += 0.5
+			return t
+		}()}}},
+		{name: "a task still running is not judged", o: Observed{Tasks: []TaskObs{func() TaskObs {
+			t := good()
+			t.Workflow.Closed = false
+			t.Job.Steps[1].CostUSD = 9
+			return t
+		}()}}},
+		{
+			// The retried phase's spend counted once per checkpoint that
+			// met it: three tries' worth for two.
+			name: "a retried phase counted three times",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Job.Steps[1].CostUSD = 1.26
+				return t
+			}()}},
+			want: []want{
+				{InvCostsAgree, "a", []string{"job view steps add up to $1.86", "test $1.26/2 tries", "state.json of its attempts adds up to $1.44", planA1 + " $1.44"}},
+				{InvCostsAgree, "a", []string{"attempt plan " + planA1 + " phase test", "$1.26 over 2 tries", "cost.by_phase says $0.84"}},
+			},
+		},
+		{name: "the brief's total lags state.json", o: Observed{Tasks: []TaskObs{func() TaskObs {
+			t := good()
+			t.Brief.TotalUSD = f(1.02)
+			return t
+		}()}}, want: []want{{InvCostsAgree, "a", []string{"cost.total_usd is $1.02", "plan " + planA1 + ") says $1.44"}}}},
+		{name: "state.json missing for an attempt the view counts", o: Observed{Tasks: []TaskObs{func() TaskObs {
+			t := good()
+			t.Plans = nil
+			return t
+		}()}}, want: []want{{InvCostsAgree, "a", []string{planA1 + " none"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { expect(t, CheckCostsAgree(&tc.o, Config{}), tc.want...) })
+	}
+}
