@@ -13,129 +13,112 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/soak"
-	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/soak/observe"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
-// endChecker is the driver's own end checks: every task ended, no
-// conductor outlived its task, nothing the soak started is left running.
-type endChecker struct{ d *driver }
+// soakChecker is the soak's checks (soak/observe): a sampler of live
+// conductors and open tasks' status while the soak runs, the final
+// collection and the invariants over it, and the leftovers once the
+// driver stopped everything.
+type soakChecker struct {
+	d   *driver
+	obs *observe.Checker
+	// problems are what the collectors could not read: reported, never
+	// violations.
+	problems []string
+	// seen are the live violations already logged.
+	seen map[string]bool
+}
 
-func newChecker(d *driver) checker { return &endChecker{d: d} }
+func newChecker(d *driver) *soakChecker {
+	src := observe.Sources{
+		Board:        observe.FakeBoard(d.karvi),
+		Workflows:    observe.TemporalWorkflows(d.cl),
+		JournalPath:  d.journal.Path(),
+		WebhooksPath: filepath.Join(d.cfg.out, "webhooks.jsonl"),
+	}
+	for _, name := range soak.Hosts {
+		h := d.hosts[name]
+		src.Roots = append(src.Roots, observe.Root{Host: name, Dir: h.workRoot})
+		src.WorkerLogs = append(src.WorkerLogs, observe.WorkerLog{Host: name, Path: h.opts.LogPath})
+	}
+	return &soakChecker{d: d, seen: map[string]bool{},
+		obs: observe.NewChecker(observe.CheckerConfig{Sources: src, ObservedPath: filepath.Join(d.cfg.out, "observed.json")})}
+}
 
-func (c *endChecker) Start(context.Context) {}
-
-// Final records how every workflow ended (the server stops next) and
-// checks that each task ended and no conductor lives on.
-func (c *endChecker) Final(ctx context.Context) []soak.Violation {
-	d := c.d
-	d.snapshot(ctx)
-	var vs []soak.Violation
-	now := time.Now()
-	for _, id := range d.order {
-		t := d.tasks[id]
-		st, found := d.workflowStatusCached(ctx, taskapi.WorkflowID(id))
-		switch {
-		case st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-			vs = append(vs, soak.Violation{Invariant: soak.InvEndsOnceAndAgrees, Task: id, At: now,
-				Evidence: fmt.Sprintf("%s task still running when the soak ended (drain bound passed): %s", t.origin, d.whereIs(ctx, id))})
-		case !found && t.origin == originStandalone && t.err == nil:
-			vs = append(vs, soak.Violation{Invariant: soak.InvEndsOnceAndAgrees, Task: id, At: now,
-				Evidence: "the soak started it, but the server has no workflow of it"})
-		case !found && t.origin == originBoard:
-			if kt, ok := d.karvi.Task(id); ok && kt.Status == "dispatched" {
-				vs = append(vs, soak.Violation{Invariant: soak.InvEndsOnceAndAgrees, Task: id, At: now,
-					Evidence: "dispatched on karvi's board with the runtime's hint, never taken by the intake"})
+// Start begins sampling, and judges the timeline so far every half
+// minute, logging what it finds as it finds it (the final checks judge
+// the whole timeline again).
+func (c *soakChecker) Start(ctx context.Context) {
+	c.obs.Start(ctx)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(30 * time.Second):
+			}
+			vs, err := c.obs.Live()
+			if err != nil {
+				c.d.logf("live checks: %v", err)
+			}
+			for _, v := range vs {
+				if k := v.String(); !c.seen[k] {
+					c.seen[k] = true
+					c.d.logf("VIOLATION (live): %s", k)
+				}
 			}
 		}
-	}
-	// A conductor's exit takes a moment after its workflow ended (the
-	// stop grace, a linger): wait before calling one left behind.
-	var live []devenv.Run
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		live = c.liveRuns()
-		if len(live) == 0 || time.Now().After(deadline) {
-			break
+	}()
+}
+
+// Watch follows a task from its start.
+func (c *soakChecker) Watch(task string) { c.obs.Watch(task) }
+
+// Final records how every workflow ended (the server stops next), says
+// where each task still open stands, and judges every invariant but the
+// leftovers.
+func (c *soakChecker) Final(ctx context.Context) []soak.Violation {
+	d := c.d
+	d.snapshot(ctx)
+	for _, id := range d.order {
+		if st, _ := d.workflowStatusCached(ctx, taskapi.WorkflowID(id)); st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			d.logf("open at the end: %s: %s", id, d.whereIs(ctx, id))
 		}
-		time.Sleep(time.Second)
 	}
-	for _, r := range live {
-		vs = append(vs, soak.Violation{Invariant: soak.InvNoProcessOutlivesAttempt, Task: r.TaskID, At: time.Now(),
-			Evidence: fmt.Sprintf("conductor of %s (pid %d) still running 30s after every workflow ended", r.Plan, r.Handle.PID)})
+	var refs []observe.TaskRef
+	for _, id := range d.order {
+		refs = append(refs, observe.TaskRef{ID: id, Run: d.tasks[id].run})
+	}
+	vs, err := c.obs.Final(ctx, refs, d.runs)
+	if err != nil {
+		c.problems = append(c.problems, err.Error())
+		d.logf("final checks could not read everything: %v", err)
 	}
 	return vs
 }
 
-// liveRuns are the conductor runs under every host's work root with a
-// running process.
-func (c *endChecker) liveRuns() []devenv.Run {
-	var live []devenv.Run
-	for _, h := range c.d.hosts {
-		runs, err := devenv.Runs(h.workRoot)
-		if err != nil {
-			c.d.logf("runs of %s: %v", h.name, err)
-			continue
-		}
-		for _, r := range runs {
-			st, err := proc.Inspect(r.Handle)
-			if err == nil && (st.Alive || st.GroupAlive) {
-				live = append(live, r)
-			}
-		}
-	}
-	return live
-}
-
-// Leftovers checks, after the driver stopped everything it started, that
-// nothing is left: no worker, no dev server, no process of any conductor
-// run (an agent that left its group included).
-func (c *endChecker) Leftovers(context.Context) []soak.Violation {
+// Leftovers judges what still runs once the driver stopped everything:
+// every worker process it ran, the dev server, every conductor run's
+// processes.
+func (c *soakChecker) Leftovers(context.Context) []soak.Violation {
 	d := c.d
-	var vs []soak.Violation
-	left := func(pid int, what string) {
-		if pid > 0 && alive(pid) {
-			vs = append(vs, soak.Violation{Invariant: soak.InvNothingLeftRunning, At: time.Now(),
-				Evidence: fmt.Sprintf("%s (pid %d) still running after the soak stopped it", what, pid)})
+	var started []observe.Started
+	for _, name := range soak.Hosts {
+		for _, pid := range d.hosts[name].pids {
+			started = append(started, observe.Started{PID: pid, What: "worker", Host: name})
 		}
 	}
-	for _, h := range d.hosts {
-		for _, pid := range h.pids {
-			left(pid, "worker "+h.name)
-		}
+	if d.serverPID > 0 {
+		started = append(started, observe.Started{PID: d.serverPID, What: "temporal"})
 	}
-	left(d.serverPID, "temporal dev server")
-	tokens := map[string]string{}
-	for _, h := range d.hosts {
-		runs, _ := devenv.Runs(h.workRoot)
-		for _, r := range runs {
-			if r.Handle.Token != "" {
-				tokens[proc.TokenEnv+"="+r.Handle.Token] = r.TaskID + "/" + r.Plan
-			}
-		}
-	}
-	if len(tokens) > 0 {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-			if err != nil {
-				continue
-			}
-			for kv := range bytes.SplitSeq(env, []byte{0}) {
-				if run, ok := tokens[string(kv)]; ok && alive(pid) {
-					vs = append(vs, soak.Violation{Invariant: soak.InvNothingLeftRunning, At: time.Now(),
-						Evidence: fmt.Sprintf("process %d (%s) of conductor run %s still running after the soak stopped everything", pid, cmdlineString(pid), run)})
-					break
-				}
-			}
-		}
+	vs, err := c.obs.Leftovers(started)
+	if err != nil {
+		c.problems = append(c.problems, err.Error())
+		d.logf("leftover check could not read everything: %v", err)
 	}
 	return vs
 }
@@ -201,12 +184,4 @@ func alive(pid int) bool {
 		return data[i+2] != 'Z' && data[i+2] != 'X'
 	}
 	return true
-}
-
-func cmdlineString(pid int) string {
-	args := cmdline(pid)
-	if len(args) == 0 {
-		return "?"
-	}
-	return filepath.Base(args[0])
 }

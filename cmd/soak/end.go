@@ -25,16 +25,6 @@ type summary struct {
 	tasks, runs, kills, violations int
 }
 
-// checker judges a soak: Start samples while it runs, Final checks what it
-// left behind once every workflow ended (before the driver stops the
-// conductors), Leftovers what is still running after it stopped
-// everything.
-type checker interface {
-	Start(ctx context.Context)
-	Final(ctx context.Context) []soak.Violation
-	Leftovers(ctx context.Context) []soak.Violation
-}
-
 // run is the whole soak: start, play, drain, check, stop, report.
 func run(ctx context.Context, cfg config) (sum summary, err error) {
 	mix := soak.NewMix(cfg.seed, cfg.duration, cfg.scale)
@@ -52,7 +42,10 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 	}
 	d := newDriver(s, mix)
 	chk := newChecker(d)
-	chk.Start(ctx)
+	d.watch = chk.Watch
+	cctx, stopChecking := context.WithCancel(ctx)
+	defer stopChecking()
+	chk.Start(cctx)
 	d.logf("mix: %d steps %v", len(mix.Steps), mix.Counts())
 
 	sctx, stopSupervising := context.WithCancel(ctx)
@@ -71,7 +64,7 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 	rep := report{Seed: cfg.seed, Duration: cfg.duration.String(), Scale: cfg.scale, Out: cfg.out,
 		Wall: time.Since(started).Round(time.Second).String(), Drained: drained,
 		Mix: mix.Counts(), Tasks: sum.tasks, Runs: sum.runs, Kills: sum.kills,
-		FailedSteps: d.failed, Violations: vs}
+		FailedSteps: d.failed, Problems: chk.problems, Violations: vs}
 	if err := rep.write(cfg.out); err != nil {
 		return sum, err
 	}
@@ -186,18 +179,22 @@ func (d *driver) workflowStatusCached(_ context.Context, id string) (enumspb.Wor
 
 // report is report.json; report.md says the same for a person.
 type report struct {
-	Seed        int64            `json:"seed"`
-	Duration    string           `json:"duration"`
-	Scale       float64          `json:"scale"`
-	Out         string           `json:"out"`
-	Wall        string           `json:"wall"`
-	Drained     bool             `json:"drained"`
-	Mix         map[string]int   `json:"mix"`
-	Tasks       int              `json:"tasks"`
-	Runs        int              `json:"runs"`
-	Kills       int              `json:"kills"`
-	FailedSteps int              `json:"failedSteps"`
-	Violations  []soak.Violation `json:"violations"`
+	Seed        int64          `json:"seed"`
+	Duration    string         `json:"duration"`
+	Scale       float64        `json:"scale"`
+	Out         string         `json:"out"`
+	Wall        string         `json:"wall"`
+	Drained     bool           `json:"drained"`
+	Mix         map[string]int `json:"mix"`
+	Tasks       int            `json:"tasks"`
+	Runs        int            `json:"runs"`
+	Kills       int            `json:"kills"`
+	FailedSteps int            `json:"failedSteps"`
+	// Problems are what the checks could not read (a query that timed
+	// out, a file missing): they weaken the checks, they are not
+	// violations.
+	Problems   []string         `json:"problems,omitempty"`
+	Violations []soak.Violation `json:"violations"`
 }
 
 func (r report) write(dir string) error {
@@ -214,11 +211,17 @@ func (r report) write(dir string) error {
 	for _, k := range slices.Sorted(maps.Keys(r.Mix)) {
 		fmt.Fprintf(&b, "| %s | %d |\n", k, r.Mix[k])
 	}
+	if len(r.Problems) > 0 {
+		b.WriteString("\n## What the checks could not read\n\n")
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+	}
 	fmt.Fprintf(&b, "\n## Violations: %d\n\n", len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "- %s\n", v)
 	}
-	b.WriteString("\nFiles: mix.json (every step), journal.jsonl (what the driver did), webhooks.jsonl, driver.log, temporal.log, h1/ and h2/ (each host's worker.log and work root).\n")
+	b.WriteString("\nFiles: mix.json (every step), observed.json (what the checks judged), journal.jsonl (what the driver did), webhooks.jsonl, driver.log, temporal.log, h1/ and h2/ (each host's worker.log and work root).\n")
 	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(b.String()), 0o644)
 }
 

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/internal/notify"
+	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/soak"
 	"karvi-edda-temporal/soak/observe"
 	"karvi-edda-temporal/testkit/devenv"
@@ -110,13 +111,9 @@ func startStack(ctx context.Context, cfg config) (*stack, error) {
 	s.logf("dev server on %s (pid %d)", s.server.Addr, s.serverPID)
 
 	// karvi's default rate limit: every worker and the intake share its
-	// bucket (one client address, 127.0.0.1). The fake, in this process,
-	// reads the time scale from the environment as the workers do, so the
-	// limit's minute is the scaled minute on both sides.
-	if err := os.Setenv(timeScaleEnv, strconv.FormatFloat(cfg.scale, 'g', -1, 64)); err != nil {
-		return s, err
-	}
-	s.karvi = karvifake.New(karvifake.Options{RateLimit: karvifake.DefaultRateLimit})
+	// bucket (one client address, 127.0.0.1). Its minute is the scaled
+	// minute, as the workers' limiter's is.
+	s.karvi = karvifake.New(karvifake.Options{RateLimit: karvifake.DefaultRateLimit, TimeScale: timescale.Scale(cfg.scale)})
 	kurl, err := s.karvi.Start()
 	if err != nil {
 		return s, err
@@ -135,7 +132,7 @@ func startStack(ctx context.Context, cfg config) (*stack, error) {
 			Addr: s.server.Addr, WorkRoot: h.workRoot, Conductor: s.sim,
 			Sink: "karvi", KarviURL: kurl, LogPath: filepath.Join(h.dir, "worker.log"),
 			Env: []string{
-				timeScaleEnv + "=" + strconv.FormatFloat(cfg.scale, 'g', -1, 64),
+				timescale.Env + "=" + strconv.FormatFloat(cfg.scale, 'g', -1, 64),
 				"KARVI_EDDA_NOTIFY_SECRET=" + notifySecret,
 			},
 			Args: []string{"-host", name, "-notify-url", s.hooks.url,
@@ -287,20 +284,25 @@ type hookReceiver struct {
 	done chan struct{}
 	mu   sync.Mutex
 	f    *os.File
-	seen map[string]string // delivery id -> body hash
 }
 
-// hookLine is one delivery as the receiver writes it: soak.Webhook's
-// fields, and what a person reading the file wants besides.
+// hookLine is one delivery as the receiver writes it: what the soak's
+// checks read (soak/observe.ReadWebhooks: the id, the body and its
+// digest), and what a person reading the file wants besides.
 type hookLine struct {
-	soak.Webhook
-	Run      string `json:"run,omitempty"`
+	At   time.Time `json:"at"`
+	ID   string    `json:"id"`
+	Kind string    `json:"kind,omitempty"`
+	Task string    `json:"task,omitempty"`
+	Run  string    `json:"run,omitempty"`
+	// Attempt is the sender's attempt header: a retry repeats the id and
+	// the body on purpose.
 	Attempt  string `json:"attempt,omitempty"`
 	Verified bool   `json:"verified"`
-	// BodySHA is the body's hash: a redelivery carries the same body,
+	// Digest is the body's SHA-256: a redelivery carries the same body,
 	// a repeated id with another body is a different event.
-	BodySHA string          `json:"bodySha"`
-	Body    json.RawMessage `json:"body,omitempty"`
+	Digest string          `json:"digest"`
+	Body   json.RawMessage `json:"body,omitempty"`
 }
 
 func startHooks(path string) (*hookReceiver, error) {
@@ -313,7 +315,7 @@ func startHooks(path string) (*hookReceiver, error) {
 		f.Close()
 		return nil, err
 	}
-	h := &hookReceiver{url: "http://" + ln.Addr().String() + "/hook", f: f, done: make(chan struct{}), seen: map[string]string{}}
+	h := &hookReceiver{url: "http://" + ln.Addr().String() + "/hook", f: f, done: make(chan struct{})}
 	h.srv = &http.Server{Handler: http.HandlerFunc(h.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(h.done)
@@ -332,10 +334,10 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &ev)
 	sum := sha256.Sum256(body)
 	line := hookLine{
-		Webhook: soak.Webhook{At: time.Now(), ID: r.Header.Get(notify.HeaderDelivery), Kind: string(ev.Kind), Task: ev.TaskID},
-		Run:     ev.RunID, Attempt: r.Header.Get(notify.HeaderAttempt),
+		At: time.Now(), ID: r.Header.Get(notify.HeaderDelivery), Kind: string(ev.Kind), Task: ev.TaskID, Run: ev.RunID,
+		Attempt:  r.Header.Get(notify.HeaderAttempt),
 		Verified: notify.VerifySignature([]byte(notifySecret), body, r.Header.Get(notify.HeaderSignature)) == nil,
-		BodySHA:  hex.EncodeToString(sum[:]), Body: json.RawMessage(body),
+		Digest:   hex.EncodeToString(sum[:]), Body: json.RawMessage(body),
 	}
 	if line.ID == "" {
 		line.ID = ev.ID
@@ -345,10 +347,6 @@ func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if prev, ok := h.seen[line.ID]; ok && prev == line.BodySHA {
-		line.Redelivery = true
-	}
-	h.seen[line.ID] = line.BodySHA
 	out, _ := json.Marshal(line)
 	if h.f != nil {
 		_, _ = h.f.Write(append(out, '\n'))

@@ -55,13 +55,15 @@ type driver struct {
 	steps sync.WaitGroup
 	// ended is how every workflow stood at the end, by workflow id.
 	ended map[string]enumspb.WorkflowExecutionStatus
+	// watch tells the checks to follow a task from now on.
+	watch func(task string)
 	// failed counts steps the driver could not carry out (the system
 	// refused or was down for too long): reported, never a violation.
 	failed int
 }
 
 func newDriver(s *stack, mix soak.Mix) *driver {
-	d := &driver{stack: s, mix: mix, tasks: map[string]*tracked{}}
+	d := &driver{stack: s, mix: mix, tasks: map[string]*tracked{}, watch: func(string) {}}
 	// Every task the mix names is known up front, so a step about a task
 	// whose start is late waits for it rather than failing.
 	for _, st := range mix.Steps {
@@ -292,6 +294,7 @@ func (d *driver) startTask(ctx context.Context, t soak.TaskSpec) error {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecTaskStart, Task: t.ID, Attempt: 1, Details: det})
+	d.watch(t.ID)
 	return nil
 }
 
@@ -355,6 +358,9 @@ func (d *driver) startRun(ctx context.Context, r soak.RunSpec) error {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecRunStart, Run: r.Slug, Details: det})
+	for _, t := range r.Tasks {
+		d.watch(t.Spec.ID)
+	}
 	return nil
 }
 
@@ -371,6 +377,7 @@ func (d *driver) boardTask(t soak.TaskSpec) error {
 	}
 	d.faults(t, "")
 	d.record(soak.Record{Kind: soak.RecBoardAdd, Task: t.ID})
+	d.watch(t.ID)
 	return nil
 }
 
@@ -485,6 +492,7 @@ func (d *driver) boardAction(st soak.Step) error {
 		return nil
 	}
 	d.record(soak.Record{Kind: soak.RecSendBack, Task: st.Task})
+	d.watch(st.Task)
 	return d.karvi.SetStatus(st.Task, "needs_revision", "soak: a person sent it back")
 }
 

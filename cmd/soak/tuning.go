@@ -1,24 +1,10 @@
 package main
 
-import (
-	"time"
+import "karvi-edda-temporal/workflows/taskflow/taskapi"
 
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
-)
-
-// timeScaleEnv is the environment variable every process of the runtime
-// reads its time scale from.
-const timeScaleEnv = "KARVI_EDDA_TIME_SCALE"
-
-// scaledTuning is a task's tuning at the soak's time scale: each period
-// the workflow waits on, divided by the scale.
+// scaledTuning is a task's tuning at the soak's time scale: the one
+// setting every period the workflow waits on follows (the pause margin,
+// the host grace, how often a waiting attempt asks its pool, ...).
 func scaledTuning(scale float64) *taskapi.Tuning {
-	of := func(d time.Duration) time.Duration { return max(time.Duration(float64(d)/scale), time.Millisecond) }
-	return &taskapi.Tuning{
-		PauseMargin:  of(time.Minute),
-		PauseWait:    of(30 * time.Minute),
-		HostGrace:    of(5 * time.Minute),
-		SlotAskEvery: of(5 * time.Minute),
-		TailWait:     of(10 * time.Minute),
-	}
+	return &taskapi.Tuning{TimeScale: scale}
 }
