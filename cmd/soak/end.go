@@ -115,13 +115,14 @@ func (d *driver) openWork(ctx context.Context) []string {
 	}
 	for _, id := range d.order {
 		t := d.tasks[id]
-		st, found := d.workflowStatus(ctx, taskapi.WorkflowID(id))
+		st, _ := d.workflowStatus(ctx, taskapi.WorkflowID(id))
 		switch {
 		case st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			open = append(open, id)
-		case !found && t.origin == originBoard:
-			// Not yet taken: open unless a person cancelled it first.
-			if kt, ok := d.karvi.Task(id); ok && kt.Status == "dispatched" {
+		case t.origin == originBoard:
+			// Not yet taken, or sent back and not yet taken again: the
+			// board says the task is to run and no workflow runs it.
+			if kt, ok := d.karvi.Task(id); ok && (kt.Status == "dispatched" || kt.Status == "in_progress") {
 				open = append(open, id+"(board)")
 			}
 		}

@@ -491,9 +491,15 @@ func (d *driver) boardAction(st soak.Step) error {
 		d.record(soak.Record{Kind: soak.RecNote, Task: st.Task, Details: map[string]string{"step": string(st.Kind), "skipped": "status " + kt.Status}})
 		return nil
 	}
+	// karvi has no redispatch: a person moves the task back for revision,
+	// then on to in progress, which is what the intake takes again.
 	d.record(soak.Record{Kind: soak.RecSendBack, Task: st.Task})
 	d.watch(st.Task)
-	return d.karvi.SetStatus(st.Task, "needs_revision", "soak: a person sent it back")
+	if err := d.karvi.SetStatus(st.Task, "needs_revision", "soak: a person sent it back"); err != nil {
+		return err
+	}
+	time.Sleep(500 * time.Millisecond)
+	return d.karvi.SetStatus(st.Task, "in_progress", "soak: a person reopened it")
 }
 
 func (d *driver) restartKarvi(ctx context.Context, down time.Duration) error {
