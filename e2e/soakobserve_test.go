@@ -43,10 +43,11 @@ func TestSoakObservesAHealthyTaskWithoutViolations(t *testing.T) {
 	// One more answer after the end; on a loaded machine a query can time
 	// out, so ask until one comes.
 	ended := func() bool {
-		smp := s.Samples()
-		for _, ts := range smp[len(smp)-1].Tasks {
-			if ts.Task == id && !ts.Open {
-				return true
+		for _, smp := range s.Samples() {
+			for _, ts := range smp.Tasks {
+				if ts.Task == id && !ts.Open {
+					return true
+				}
 			}
 		}
 		return false

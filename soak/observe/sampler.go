@@ -67,8 +67,10 @@ func (c SamplerConfig) withDefaults() SamplerConfig {
 
 // SamplerStats says what a Sampler did and what it cost.
 type SamplerStats struct {
+	// Ticks counts the scans of the process table, Kept the samples of it
+	// kept; Queries the queries asked (status and cost).
 	Ticks, Kept, Queries, QueryErrors, ScanErrors int
-	// Busiest is the longest tick (scan and queries).
+	// Busiest is the longest scan of the process table.
 	Busiest time.Duration
 	// LastError is the latest scan or query error, for the report.
 	LastError string
@@ -81,10 +83,19 @@ type watched struct {
 	budget bool // asks the cost query too: the task has a budget
 	costed bool // the cost query was asked once
 	plans  map[string]bool
+	// absent counts the answers in a row that found no workflow: such a
+	// task (not started yet, or cancelled before it ran) is asked less
+	// and less often, up to once every 16 TaskEvery.
+	absent int
+}
+
+// every is how often the task is asked.
+func (w *watched) every(base time.Duration) time.Duration {
+	return base << min(w.absent, 4)
 }
 
 // Sampler watches a soak while it runs: each tick it records the live
-// conductors under the work roots and the status of some open tasks, so
+// conductors under the work roots, and the status of some open tasks, so
 // the continuous invariants (soak.LiveChecks) can be judged on its
 // timeline. Tasks are found by their run directories, and by Watch.
 type Sampler struct {
@@ -113,7 +124,8 @@ func NewSampler(cfg SamplerConfig) *Sampler {
 func (s *Sampler) Watch(task string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watchLocked(task).open = true
+	w := s.watchLocked(task)
+	w.open, w.absent = true, 0
 }
 
 func (s *Sampler) watchLocked(task string) *watched {
@@ -125,15 +137,19 @@ func (s *Sampler) watchLocked(task string) *watched {
 	return w
 }
 
-// Start runs the sampler until Stop or ctx ends.
+// Start runs the sampler until Stop or ctx ends: the process table is
+// scanned every tick, and the queries run on a loop of their own, so a
+// server that answers slowly (or not, while it restarts) leaves no gap in
+// the process timeline.
 func (s *Sampler) Start(ctx context.Context) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
+	var wg sync.WaitGroup
+	loop := func(tick func(context.Context)) {
+		defer wg.Done()
 		t := time.NewTicker(s.cfg.Every)
 		defer t.Stop()
 		for {
-			s.Tick(ctx)
+			tick(ctx)
 			select {
 			case <-ctx.Done():
 				return
@@ -142,10 +158,17 @@ func (s *Sampler) Start(ctx context.Context) {
 			case <-t.C:
 			}
 		}
+	}
+	wg.Add(2)
+	go loop(s.TickProcesses)
+	go loop(s.TickQueries)
+	go func() {
+		wg.Wait()
+		close(s.done)
 	}()
 }
 
-// Stop ends the sampling and waits for the tick under way.
+// Stop ends the sampling and waits for the ticks under way.
 func (s *Sampler) Stop() {
 	if s.stop == nil {
 		return
@@ -158,11 +181,13 @@ func (s *Sampler) Stop() {
 	<-s.done
 }
 
-// Samples returns the timeline so far.
+// Samples returns the timeline so far, in time order.
 func (s *Sampler) Samples() []soak.Sample {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.samples)
+	out := slices.Clone(s.samples)
+	s.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
 }
 
 // Stats returns what the sampler did so far.
@@ -184,19 +209,38 @@ func (s *Sampler) Tasks() []string {
 	return out
 }
 
-// Tick takes one sample: the process table, then the statuses of the open
-// tasks whose turn it is. Start calls it on every tick; a test may call it
-// by hand.
+// Tick takes one sample of each kind: the process table, then the
+// statuses of the open tasks whose turn it is. A test may call it by hand.
 func (s *Sampler) Tick(ctx context.Context) {
+	s.TickProcesses(ctx)
+	s.TickQueries(ctx)
+}
+
+// TickProcesses records the live conductors, when they changed or
+// KeepEvery passed since the last such sample.
+func (s *Sampler) TickProcesses(context.Context) {
 	begin := time.Now()
 	at := s.cfg.Now()
 	conductors, err := s.scan()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.stats.Ticks++
 	if err != nil {
 		s.stats.ScanErrors++
 		s.stats.LastError = err.Error()
+	} else if !slices.Equal(conductors, s.last) || at.Sub(s.kept) >= s.cfg.KeepEvery {
+		s.samples = append(s.samples, soak.Sample{At: at, Conductors: conductors})
+		s.last, s.kept = conductors, at
+		s.stats.Kept++
 	}
+	s.stats.Busiest = max(s.stats.Busiest, time.Since(begin))
+}
+
+// TickQueries asks the open tasks whose turn it is and records their
+// answers, stamped with when they were asked.
+func (s *Sampler) TickQueries(ctx context.Context) {
+	at := s.cfg.Now()
+	s.mu.Lock()
 	if at.Sub(s.found) >= s.cfg.KeepEvery {
 		// Listing every task's run directories costs a readdir per task:
 		// done once every KeepEvery, not on every tick.
@@ -205,25 +249,13 @@ func (s *Sampler) Tick(ctx context.Context) {
 	}
 	due := s.dueLocked(at)
 	s.mu.Unlock()
-
-	tasks := s.ask(ctx, due, at)
-
+	tasks := s.ask(ctx, due)
+	if len(tasks) == 0 {
+		return
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	changed := err == nil && !slices.Equal(conductors, s.last)
-	if err == nil {
-		s.last = conductors
-	}
-	if changed || len(tasks) > 0 || at.Sub(s.kept) >= s.cfg.KeepEvery {
-		smp := soak.Sample{At: at, Tasks: tasks}
-		if err == nil {
-			smp.Conductors = conductors
-		}
-		s.samples = append(s.samples, smp)
-		s.kept = at
-		s.stats.Kept++
-	}
-	s.stats.Busiest = max(s.stats.Busiest, time.Since(begin))
+	s.samples = append(s.samples, soak.Sample{At: at, Tasks: tasks})
+	s.mu.Unlock()
 }
 
 // scan lists the live conductors from one pass over /proc.
@@ -263,7 +295,7 @@ func (s *Sampler) discoverLocked() {
 				key := r.Host + "/" + p.Name()
 				if !w.plans[key] {
 					w.plans[key] = true
-					w.open = true
+					w.open, w.absent = true, 0
 				}
 			}
 		}
@@ -278,7 +310,7 @@ func (s *Sampler) dueLocked(now time.Time) []string {
 	}
 	var due []string
 	for id, w := range s.tasks {
-		if w.open && now.Sub(w.asked) >= s.cfg.TaskEvery {
+		if w.open && now.Sub(w.asked) >= w.every(s.cfg.TaskEvery) {
 			due = append(due, id)
 		}
 	}
@@ -301,7 +333,7 @@ func (s *Sampler) dueLocked(now time.Time) []string {
 // ask queries the due tasks, Parallel at a time, and returns the answers
 // in task order. A task whose workflow ended is asked no more until it is
 // opened again; one that answered nothing is asked again on its turn.
-func (s *Sampler) ask(ctx context.Context, due []string, at time.Time) []soak.TaskSample {
+func (s *Sampler) ask(ctx context.Context, due []string) []soak.TaskSample {
 	if len(due) == 0 {
 		return nil
 	}
@@ -339,6 +371,12 @@ func (s *Sampler) askOne(ctx context.Context, id string) *soak.TaskSample {
 		s.stats.LastError = err.Error()
 	}
 	askCost := found && err == nil && st.Open && (w.budget || !w.costed)
+	switch {
+	case err == nil && !found:
+		w.absent++
+	case found:
+		w.absent = 0
+	}
 	s.mu.Unlock()
 	if err != nil || !found {
 		return nil
