@@ -258,13 +258,15 @@ func (d *driver) startTask(ctx context.Context, t soak.TaskSpec) error {
 		return err
 	}
 	in := taskapi.TaskInput{Dispatch: dispatch(t), Tuning: d.tuning(), Account: t.Account}
-	det := map[string]string{}
-	if t.Account != "" {
-		det["account"] = t.Account
-	}
+	// The account the task pauses with: its own, else its pool's, else
+	// its worker's default one (docs/pauses.md).
+	det := map[string]string{"account": accountapi.QueueAccount(taskapi.DefaultTaskQueue)}
 	if t.Pool != "" {
 		in.Slots = &taskapi.SlotRequest{Pool: t.Pool}
-		det["pool"] = t.Pool
+		det["pool"], det["account"] = t.Pool, t.Pool
+	}
+	if t.Account != "" {
+		det["account"] = t.Account
 	}
 	if t.Budget != nil {
 		in.Budget = &costs.Budget{LimitUSD: t.Budget.LimitUSD, Action: costs.Action(t.Budget.Action)}
