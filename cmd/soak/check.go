@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,6 +30,7 @@ type soakChecker struct {
 	// problems are what the collectors could not read: reported, never
 	// violations.
 	problems []string
+	mu       sync.Mutex
 	// seen are the live violations already logged.
 	seen map[string]bool
 }
@@ -65,14 +67,23 @@ func (c *soakChecker) Start(ctx context.Context) {
 			if err != nil {
 				c.d.logf("live checks: %v", err)
 			}
+			c.mu.Lock()
 			for _, v := range vs {
 				if k := v.String(); !c.seen[k] {
 					c.seen[k] = true
 					c.d.logf("VIOLATION (live): %s", k)
 				}
 			}
+			c.mu.Unlock()
 		}
 	}()
+}
+
+// liveViolations counts the violations the live checks found so far.
+func (c *soakChecker) liveViolations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.seen)
 }
 
 // Watch follows a task from its start.

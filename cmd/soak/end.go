@@ -46,6 +46,18 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 	cctx, stopChecking := context.WithCancel(ctx)
 	defer stopChecking()
 	chk.Start(cctx)
+	d.t0 = time.Now()
+	pctx, stopProgress := context.WithCancel(ctx)
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		d.progress(pctx, chk)
+	}()
+	// The last line printed must be the summary.
+	defer func() {
+		stopProgress()
+		<-progressDone
+	}()
 	d.logf("mix: %d steps %v", len(mix.Steps), mix.Counts())
 
 	sctx, stopSupervising := context.WithCancel(ctx)
@@ -72,6 +84,35 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 		return sum, errors.New("interrupted")
 	}
 	return sum, nil
+}
+
+// progress prints a line a minute, so a person watching a long soak sees
+// it move: what started, what the machine went through, what the live
+// checks found so far (driver.log names each).
+func (d *driver) progress(ctx context.Context, chk *soakChecker) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Minute):
+		}
+		started := 0
+		for _, id := range d.order {
+			select {
+			case <-d.tasks[id].started:
+				started++
+			default:
+			}
+		}
+		d.mu.Lock()
+		failed := d.failed
+		d.mu.Unlock()
+		d.stack.mu.Lock()
+		kills := d.kills
+		d.stack.mu.Unlock()
+		fmt.Printf("soak %s: %d of %d tasks started, %d kills, %d steps refused, %d violations so far\n",
+			time.Since(d.t0).Round(time.Second), started, len(d.order), kills, failed, chk.liveViolations())
+	}
 }
 
 // drain waits for every workflow the soak started, and every board task

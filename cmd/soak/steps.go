@@ -87,11 +87,10 @@ func (d *driver) track(id, origin, run string) {
 	d.order = append(d.order, id)
 }
 
-// play carries out every step at its time, each in its own goroutine so a
+// play carries out every step at its time after d.t0, each in its own goroutine so a
 // slow one (a restart) holds up nothing else, and returns when all are
 // done.
 func (d *driver) play(ctx context.Context) {
-	d.t0 = time.Now()
 	for _, st := range d.mix.Steps {
 		select {
 		case <-ctx.Done():
