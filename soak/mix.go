@@ -44,6 +44,10 @@ const (
 	// sends a completed one back (completed -> needs_revision).
 	StepBoardCancel   StepKind = "board_cancel"
 	StepBoardSendBack StepKind = "board_send_back"
+	// StepBoardReuse puts a new task on the board under the id of a
+	// standalone task that ended (a board restored with reused ids): the
+	// intake must run it, not take the old workflow's end for its own.
+	StepBoardReuse StepKind = "board_reuse"
 	// StepKillWorker SIGKILLs the worker of Host; StepRestartWorker starts
 	// it again on the same work root.
 	StepKillWorker    StepKind = "kill_worker"
@@ -268,6 +272,7 @@ func NewMix(seed int64, d time.Duration, scale float64) Mix {
 	for range nBoard {
 		g.boardTask(g.between(d/20, arrive))
 	}
+	g.reuse()
 	g.accounts()
 	g.faults()
 
@@ -436,6 +441,25 @@ func (g *gen) boardTask(at time.Duration) {
 		g.add(Step{At: at + work + g.between(4*time.Second, 12*time.Second), Kind: StepBoardSendBack, Task: t.ID})
 	}
 	g.add(Step{At: at, Kind: StepBoardTask, Task: t.ID, Spec: &t})
+}
+
+// reuse puts a few standalone tasks' ids back on the board as new tasks,
+// well after they should have ended.
+func (g *gen) reuse() {
+	var starts []Step
+	for _, s := range g.steps {
+		if s.Kind == StepStartTask && s.Spec.Budget == nil && !s.Spec.Limited() && s.Spec.OnStall == "" &&
+			s.At+s.Spec.Work()+30*time.Second < time.Duration(float64(g.d)*0.75) {
+			starts = append(starts, s)
+		}
+	}
+	for range min(len(starts), max(1, int(g.d.Minutes()/3))) {
+		i := g.r.IntN(len(starts))
+		s := starts[i]
+		starts = append(starts[:i], starts[i+1:]...)
+		t := TaskSpec{ID: s.Task, Phases: g.phases()}
+		g.add(Step{At: s.At + s.Spec.Work() + g.between(20*time.Second, 40*time.Second), Kind: StepBoardReuse, Task: s.Task, Spec: &t})
+	}
 }
 
 // accounts adds a person's account resumes and changes to the pool's limit.

@@ -126,7 +126,7 @@ func TestEveryKindAppears(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"abort", "redispatch", "resume", "budget_raise", "run_budget_raise", "board_cancel", "board_send_back",
+	for _, k := range []string{"board_reuse", "abort", "redispatch", "resume", "budget_raise", "run_budget_raise", "board_cancel", "board_send_back",
 		"budget-block", "budget-warn", "budget-pause", "run-budget-pause", "pool", "run-pool", "account", "default-account",
 		"stall-warn", "stall-redispatch", "stall-abort", "limit-near", "limit-far", "fail", "die", "depends"} {
 		if !seen[k] {
@@ -209,13 +209,16 @@ func checkMix(t *testing.T, m Mix) {
 	lateRaise := map[string]bool{}
 	for _, s := range m.Steps {
 		switch s.Kind {
-		case StepAbort, StepRedispatch, StepResume, StepBudgetRaise, StepBoardCancel, StepBoardSendBack:
+		case StepAbort, StepRedispatch, StepResume, StepBudgetRaise, StepBoardCancel, StepBoardSendBack, StepBoardReuse:
 			at, ok := started[s.Task]
 			if !ok {
 				t.Fatalf("%s of %s: no such task in the mix", s.Kind, s.Task)
 			}
 			if s.At < at {
 				t.Fatalf("%s of %s at %s, before its start at %s", s.Kind, s.Task, s.At, at)
+			}
+			if s.Kind == StepBoardReuse && (s.Spec == nil || s.Spec.ID != s.Task) {
+				t.Fatalf("reuse of %s without a spec of that id", s.Task)
 			}
 			if s.Kind == StepBudgetRaise && s.At >= m.Duration*8/10 {
 				lateRaise[s.Task] = true

@@ -160,7 +160,7 @@ func (d *driver) openWork(ctx context.Context) []string {
 		switch {
 		case st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			open = append(open, id)
-		case t.origin == originBoard:
+		case d.onBoard(t):
 			// Not yet taken, or sent back and not yet taken again: the
 			// board says the task is to run and no workflow runs it.
 			if kt, ok := d.karvi.Task(id); ok && (kt.Status == "dispatched" || kt.Status == "in_progress") {

@@ -37,9 +37,19 @@ type tracked struct {
 	id     string
 	origin string
 	run    string
+	// board: the task is on karvi's board for the intake (a board task,
+	// or a standalone one whose id the board reused).
+	board bool
 	// started is closed once the start step is done (or failed: err).
 	started chan struct{}
 	err     error
+}
+
+// onBoard reports whether a task is on karvi's board for the intake.
+func (d *driver) onBoard(t *tracked) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return t.board
 }
 
 // driver plays a mix on a stack.
@@ -72,6 +82,7 @@ func newDriver(s *stack, mix soak.Mix) *driver {
 			d.track(st.Spec.ID, originStandalone, "")
 		case soak.StepBoardTask:
 			d.track(st.Spec.ID, originBoard, "")
+			d.tasks[st.Spec.ID].board = true
 		case soak.StepStartRun:
 			d.runs = append(d.runs, st.Run)
 			for _, t := range st.RunSpec.Tasks {
@@ -164,6 +175,20 @@ func (d *driver) do(ctx context.Context, st soak.Step) error {
 		return d.resumeAccount(ctx, st.Account)
 	case soak.StepPoolLimit:
 		return d.setPool(ctx, st.Pool, st.Count)
+	case soak.StepBoardReuse:
+		if err := d.waitStarted(ctx, st.Task); err != nil {
+			return err
+		}
+		if ws, found := d.workflowStatus(ctx, taskapi.WorkflowID(st.Task)); !found || ws == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			// Only an id whose workflow ended is reused: karvi reuses the
+			// ids of tasks it deleted.
+			d.record(soak.Record{Kind: soak.RecNote, Task: st.Task, Details: map[string]string{"step": string(st.Kind), "skipped": "the task's workflow had not ended"}})
+			return nil
+		}
+		d.mu.Lock()
+		d.tasks[st.Task].board = true
+		d.mu.Unlock()
+		return d.boardTask(*st.Spec)
 	case soak.StepBoardCancel, soak.StepBoardSendBack:
 		if err := d.waitStarted(ctx, st.Task); err != nil {
 			return err
