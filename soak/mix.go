@@ -201,6 +201,9 @@ type Mix struct {
 // restarted, the second runs throughout.
 var Hosts = []string{"h1", "h2"}
 
+// blockPhase is the shortest phase of a task with a blocking budget.
+const blockPhase = 6 * time.Second
+
 // Pool is the agent slot pool some tasks and runs wait in.
 const Pool = "soak-pool"
 
@@ -359,6 +362,16 @@ func (g *gen) task(at time.Duration) {
 	work := t.Work()
 	if g.chance(0.3) {
 		action := []string{"block", "warn", "pause"}[g.r.IntN(3)]
+		if action == "block" {
+			// A blocking budget may be passed by the phase in flight: the
+			// stop takes the same wall time at any scale (a loaded
+			// machine's seconds), so the phases are made long enough
+			// that it always lands within the next one.
+			for i := range t.Phases {
+				t.Phases[i].Delay = max(t.Phases[i].Delay, blockPhase)
+			}
+			work = t.Work()
+		}
 		usd := math.Max(0.01, math.Round(t.Cost()*(0.35+0.4*g.r.Float64())*100)/100)
 		t.Budget = &Budget{LimitUSD: usd, Action: action}
 		if action == "pause" {

@@ -199,6 +199,11 @@ func checkMix(t *testing.T, m Mix) {
 			if sp.Budget != nil && sp.Budget.LimitUSD <= 0 {
 				t.Fatalf("task %s: budget %+v", sp.ID, sp.Budget)
 			}
+			for _, p := range sp.Phases {
+				if sp.Budget != nil && sp.Budget.Action == "block" && p.Delay < blockPhase {
+					t.Fatalf("task %s: a %s phase under a blocking budget", sp.ID, p.Delay)
+				}
+			}
 		}
 	}
 	if kills != restarts {
