@@ -375,10 +375,15 @@ func (g *gen) task(at time.Duration) {
 		usd := math.Max(0.01, math.Round(t.Cost()*(0.35+0.4*g.r.Float64())*100)/100)
 		t.Budget = &Budget{LimitUSD: usd, Action: action}
 		if action == "pause" {
-			// Raised or resumed by a person some time after it paused,
-			// and raised once more late, in case the first came before
-			// the pause did.
-			when := at + work + g.between(2*time.Second, 10*time.Second)
+			// A budget pause must outlive what its account goes through
+			// meanwhile (another task's limit, a person's resume of the
+			// account): the task is on a shared account, and a person
+			// raises its budget (or resumes it) a while after it paused;
+			// once more late, in case the first came before the pause.
+			if strings.HasPrefix(t.Account, "solo-") || t.Pool != "" {
+				t.Account, t.Pool = sharedAccounts[g.r.IntN(len(sharedAccounts))], ""
+			}
+			when := at + work + g.between(10*time.Second, 40*time.Second)
 			if g.chance(0.7) {
 				g.add(Step{At: when, Kind: StepBudgetRaise, Task: t.ID, BudgetUSD: math.Round(t.Cost()*300)/100 + 1})
 			} else {
@@ -477,7 +482,7 @@ func (g *gen) reuse() {
 
 // accounts adds a person's account resumes and changes to the pool's limit.
 func (g *gen) accounts() {
-	n := max(1, int(g.d.Minutes()/3))
+	n := max(2, int(g.d.Minutes()/1.5))
 	for range n {
 		g.add(Step{At: g.between(g.d/5, time.Duration(float64(g.d)*0.8)), Kind: StepAccountResume,
 			Account: sharedAccounts[g.r.IntN(len(sharedAccounts))]})
