@@ -65,9 +65,11 @@ func run(ctx context.Context, cfg config) (sum summary, err error) {
 	d.play(ctx)
 	d.logf("mix played in %s; draining", time.Since(d.t0).Round(time.Second))
 	drained := d.drain(ctx)
-	stopSupervising()
 	var vs []soak.Violation
+	// The final queries replay closed workflows on the workers: they run
+	// (and are started again if one exits) until the checks are done.
 	vs = append(vs, chk.Final(ctx)...)
+	stopSupervising()
 	s.close()
 	vs = append(vs, chk.Leftovers(context.Background())...)
 	soak.SortViolations(vs)
