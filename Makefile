@@ -11,7 +11,7 @@ TAGS      := realserver
 # Fuzz targets get a short bounded run in CI; override FUZZTIME for longer.
 FUZZTIME  ?= 10s
 
-.PHONY: all build tools temporal test unit check lint fuzz run run-many bench clean \
+.PHONY: all build tools temporal test unit check lint fuzz run run-many bench soak clean \
 	cluster cluster-build cluster-stop cluster-test
 
 all: build
@@ -55,7 +55,7 @@ unit:
 # timeout is told from a finding).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh ./mapping/ ./mapping/redact/ ./runplan/ ./runstatus/ \
-	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/
+	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/ ./soak/
 
 # The main job end to end: a local dev server, the worker with the conductor
 # simulator and the file brief sink, the sample dispatch followed to its end.
@@ -76,6 +76,20 @@ BENCHFLAGS ?=
 bench: temporal build
 	$(GO) build -o $(BIN)/benchrun ./cmd/benchrun
 	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(BIN)/benchrun -out $(BENCHOUT) $(BENCHFLAGS)
+
+# The soak (docs/soak.md): a seeded mix of tasks, runs, board tasks,
+# people's actions and faults over SOAK_DURATION on a dev server, the
+# karvi fake at karvi's default rate limit and two worker hosts, every
+# period compressed by SOAK_SCALE; the invariants checked all along and at
+# the end. SOAK_SEED replays a mix (random when unset; printed first). The
+# report, journal and logs go to SOAK_OUT. Exits non-zero on a violation.
+SOAK_DURATION ?= 10m
+SOAK_SCALE    ?= 60
+SOAK_OUT      ?= .run/soak
+soak: temporal build
+	$(GO) build -o $(BIN)/soak ./cmd/soak
+	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) SOAK_DURATION=$(SOAK_DURATION) SOAK_SCALE=$(SOAK_SCALE) \
+	  SOAK_OUT=$(SOAK_OUT) SOAK_SEED=$(SOAK_SEED) $(BIN)/soak
 
 # A PostgreSQL-backed Temporal server on 127.0.0.1 (docs/deploy.md):
 # PostgreSQL from Debian's packages, the server and its SQL schema tool

@@ -147,14 +147,32 @@ func CheckCostsAgree(o *Observed, c Config) []Violation {
 				stepSum += s.CostUSD
 				steps = append(steps, fmt.Sprintf("%s %s/%d tries", s.Phase, usd(s.CostUSD), s.Tries))
 			}
-			var stateSum float64
+			// A conductor whose host was given up runs on, out of reach,
+			// until its host's fence stops it: the view knows what its
+			// attempt spent until then, state.json what it spent in all.
+			// So a lost attempt's total bounds the view from above only.
+			lost := map[string]bool{}
+			for _, a := range t.Workflow.Attempts {
+				if a.Ended == "host-lost" {
+					lost[a.PlanName] = true
+				}
+			}
+			var stateSum, lostSum float64
 			var states []string
 			for _, a := range j.Attempts {
 				v, d := stateTotal(a)
 				stateSum += v
+				if lost[a] {
+					lostSum += v
+					d += " (host lost)"
+				}
 				states = append(states, d)
 			}
-			if !near(stepSum, stateSum, c.CostTolerance) {
+			agree := near(stepSum, stateSum, c.CostTolerance)
+			if lostSum > 0 {
+				agree = stepSum >= stateSum-lostSum-c.CostTolerance && stepSum <= stateSum+c.CostTolerance
+			}
+			if !agree {
 				out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
 					"job view steps add up to %s (%s) but state.json of its attempts adds up to %s (%s)",
 					usd(stepSum), strings.Join(steps, ", "), usd(stateSum), strings.Join(states, ", ")))

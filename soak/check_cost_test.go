@@ -81,6 +81,37 @@ func TestCheckCostsAgree(t *testing.T) {
 			t.Job.Steps[0].CostUSD += 0.5
 			return t
 		}()}}},
+		{
+			// The first attempt's host was given up (a server restart
+			// outlasted the host grace) while its conductor ran on and
+			// finished: the view counts what the attempt spent until it
+			// was given up, state.json what its conductor spent in all.
+			name: "a host-lost attempt's conductor spent on after it was given up",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Workflow.Attempt, t.Workflow.PlanName, t.Brief.PlanName = 2, planA2, planA2
+				t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "host-lost"}, {Attempt: 2, PlanName: planA2, Ended: "completed"}}
+				t.Plans = []PlanObs{{Name: planA1, State: &PlanState{TotalCostUSD: 1.44}}, {Name: planA2, State: &PlanState{TotalCostUSD: 1.44}}}
+				t.Job.Attempts = []string{planA1, planA2}
+				t.Job.Steps[0].CostUSD += 0.2
+				return t
+			}()}},
+		},
+		{
+			// Less than the attempts that ended by themselves spent is
+			// still a cost lost, a host-lost attempt or not.
+			name: "a view short of what the attempts that were not lost spent",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Workflow.Attempt, t.Workflow.PlanName, t.Brief.PlanName = 2, planA2, planA2
+				t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "host-lost"}, {Attempt: 2, PlanName: planA2, Ended: "completed"}}
+				t.Plans = []PlanObs{{Name: planA1, State: &PlanState{TotalCostUSD: 1.44}}, {Name: planA2, State: &PlanState{TotalCostUSD: 1.44}}}
+				t.Job.Attempts = []string{planA1, planA2}
+				t.Job.Steps[1].CostUSD = 0.42
+				return t
+			}()}},
+			want: []want{{InvCostsAgree, "a", []string{"job view steps add up to $1.02", "state.json of its attempts adds up to $2.88"}}},
+		},
 		{name: "a task still running is not judged", o: Observed{Tasks: []TaskObs{func() TaskObs {
 			t := good()
 			t.Workflow.Closed = false

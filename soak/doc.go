@@ -47,7 +47,9 @@
 //     than the one in flight seen running after a sample showed the spend
 //     at the limit.
 //   - costs-agree, for a task that ended: the job view's steps against the
-//     state.json totals of the attempts it lists; with one attempt, each
+//     state.json totals of the attempts it lists (an attempt given up with
+//     its host bounds them from above only: its conductor spends on, out
+//     of reach, until its host's fence stops it); with one attempt, each
 //     step against the brief's cost of that phase; the brief's total
 //     against its attempt's state.json.
 //   - ends-once-and-agrees: a task with no workflow (unless a run never

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -522,5 +523,46 @@ func TestCollectFeedsTheChecks(t *testing.T) {
 	}
 	if len(left) != 1 || left[0].Invariant != soak.InvNothingLeftRunning || !strings.Contains(left[0].Evidence, plan2) {
 		t.Fatalf("leftovers: %v", left)
+	}
+}
+
+// TestFakeBoardHistoryIsStatusWrites: karvi records every /update in the
+// task's history with the status the task has, so a blocked task whose
+// result is written after its status shows blocked twice; only a write
+// that changed the status is a status change.
+func TestFakeBoardHistoryIsStatusWrites(t *testing.T) {
+	k := karvifake.New(karvifake.Options{RateLimit: karvifake.RateLimitOff})
+	url, err := k.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	if err := k.AddTask(karvifake.Task{ID: "a", Status: "in_progress"}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) {
+		t.Helper()
+		resp, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %s", path, resp.Status)
+		}
+	}
+	post("/api/tasks/a/status", `{"status":"blocked","reason":"boom"}`)
+	post("/api/tasks/a/update", `{"result":{"summary":"boom"}}`)
+	post("/api/tasks/a/update", `{"status":"in_progress"}`)
+	bt, _, err := FakeBoard(k).Task("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range bt.History {
+		got = append(got, h.Status)
+	}
+	if strings.Join(got, " ") != "blocked in_progress" {
+		t.Fatalf("status changes %q, want blocked then in_progress (the result's update changed nothing)", got)
 	}
 }
