@@ -24,6 +24,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/testkit/wfstart"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -620,12 +621,15 @@ func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
 	f := &fakeConductor{t: t, events: loadEvents(t, "../../testdata/examples/A/events.snake.jsonl"),
 		perBatch: 4, patchErr: temporal.NewNonRetryableApplicationError("no brief for this task", taskact.ErrNoBrief, nil)}
 	f.register(env)
+	// Asked as soon as the workflow runs, as the Web UI may: counted from
+	// the environment's start, the query could come before the workflow
+	// function began (wfstart's doc says why).
 	var mid taskapi.Status
-	env.RegisterDelayedCallback(func() {
+	wfstart.Install(env).After(0, func() {
 		v, err := env.QueryWorkflow(taskapi.QueryStatus)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&mid))
-	}, time.Millisecond)
+	})
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t)})
 	require.NoError(t, env.GetWorkflowError())
 	var res taskapi.Result
@@ -637,6 +641,10 @@ func TestMissingBriefKeepsRunningAndIsVisible(t *testing.T) {
 	var st taskapi.Status
 	require.NoError(t, v.Get(&st))
 	require.Contains(t, st.SinkProblem, "no brief for this task")
+	// Before the first write to the brief there was nothing to tell.
+	require.Equal(t, "T5", mid.TaskID)
+	require.Equal(t, taskapi.StagePrepare, mid.Stage)
+	require.Empty(t, mid.SinkProblem)
 }
 
 func TestContinueAsNewCarriesState(t *testing.T) {
