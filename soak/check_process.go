@@ -188,13 +188,25 @@ func CheckNoProcessOutlivesAttempt(o *Observed, c Config) []Violation {
 	since := map[key]time.Time{}
 	why := map[key]string{}
 	reported := map[key]bool{}
+	first := map[key]time.Time{}
 	var out []Violation
 	for _, s := range o.Samples {
 		for _, lc := range s.Conductors {
 			k := key{lc.Task, lc.Dir, lc.PGID}
+			if _, ok := first[k]; !ok {
+				first[k] = s.At
+			}
 			before, _ := around(tls[lc.Task], s.At)
 			if !fresh(before, s.At, c) {
 				continue // nothing to judge by; keep what was seen
+			}
+			// A conductor first seen after its task's workflow closed is
+			// a later workflow's (a send-back, a run's next loop, a
+			// reused id) until a status taken since says otherwise: a
+			// closed chain's status never goes stale, but it does not
+			// speak for the next chain.
+			if !before.S.Open && before.At.Before(first[k]) {
+				continue
 			}
 			if wants(*before, lc.Dir, lc.Host) {
 				delete(since, k)
