@@ -58,13 +58,14 @@ func pauseEpisodes(o *Observed) []pauseEpisode {
 
 // endedUnder reports whether a pause ended because the task ended or
 // moved to another attempt (an abort, a cancel, a redispatch, the pause
-// cap): that is no resume, and the pause rules do not judge it.
+// cap): that is no resume, and the pause rules do not judge it. A task
+// seen finishing (its outcome known, its status being written) is ending.
 func (e pauseEpisode) endedUnder() bool {
 	if e.end == nil {
 		return true
 	}
 	s := e.end.S
-	return !s.Open || s.Stage == "done" || (s.Attempt != 0 && e.attempt != 0 && s.Attempt != e.attempt)
+	return !s.Open || s.Stage == "done" || s.Stage == "finish" || (s.Attempt != 0 && e.attempt != 0 && s.Attempt != e.attempt)
 }
 
 // resumedBy is the latest the task can have resumed: when the sample after

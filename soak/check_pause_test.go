@@ -34,6 +34,12 @@ func TestCheckUsageLimitPauses(t *testing.T) {
 			},
 		}, want: []want{{InvUsageLimitPauseUntilReset, "a", []string{"no person resumed it"}}}},
 		{name: "aborted while paused", o: Observed{Samples: []Sample{p(11), sample(20, nil, closed("a", 1, planA1))}}},
+		{
+			// Cancelled on the board while paused: the sample after the
+			// pause caught the task ending, not running again.
+			name: "ending after an abort while paused",
+			o:    Observed{Samples: []Sample{p(11), sample(20, nil, TaskSample{Task: "a", Open: true, Stage: "finish", Attempt: 1, PlanName: planA1})}},
+		},
 		{name: "redispatched while paused", o: Observed{Samples: []Sample{p(11), sample(20, nil, running("a", 2, planA2, "implement"))}}},
 		{name: "no reset was read", o: Observed{Samples: []Sample{
 			sample(11, nil, paused("a", 1, planA1, Pause{Reason: PauseUsageLimit, Since: at(10), Until: at(40)})), r(41),

@@ -186,33 +186,34 @@ func CheckNoProcessOutlivesAttempt(o *Observed, c Config) []Violation {
 		pgid      int
 	}
 	since := map[key]time.Time{}
-	firstSeen := map[key]time.Time{}
 	why := map[key]string{}
 	reported := map[key]bool{}
+	first := map[key]time.Time{}
 	var out []Violation
 	for _, s := range o.Samples {
 		for _, lc := range s.Conductors {
 			k := key{lc.Task, lc.Dir, lc.PGID}
-			if _, ok := firstSeen[k]; !ok {
-				firstSeen[k] = s.At
+			if _, ok := first[k]; !ok {
+				first[k] = s.At
 			}
 			before, _ := around(tls[lc.Task], s.At)
 			if !fresh(before, s.At, c) {
 				continue // nothing to judge by; keep what was seen
+			}
+			// A conductor first seen after its task's workflow closed is
+			// a later workflow's (a send-back, a run's next loop, a
+			// reused id) until a status taken since says otherwise: a
+			// closed chain's status never goes stale, but it does not
+			// speak for the next chain.
+			if !before.S.Open && before.At.Before(first[k]) {
+				continue
 			}
 			if wants(*before, lc.Dir, lc.Host) {
 				delete(since, k)
 				continue
 			}
 			if _, ok := since[k]; !ok {
-				// A conductor first seen after its task's last status
-				// (a task id used again by a new chain, whose status the
-				// sampler has not asked yet) gets its grace from when it
-				// was first seen, not from a status older than it.
 				since[k] = before.At
-				if firstSeen[k].After(before.At) {
-					since[k] = firstSeen[k]
-				}
 				why[k] = fmt.Sprintf("at %s the workflow was %s", ts(before.At), describe(before.S))
 			}
 			if reported[k] || s.At.Sub(since[k]) <= c.Grace {
@@ -220,7 +221,7 @@ func CheckNoProcessOutlivesAttempt(o *Observed, c Config) []Violation {
 			}
 			reported[k] = true
 			out = append(out, violation(InvNoProcessOutlivesAttempt, lc.Task, s.At,
-				"conductor runs/%s/%s (pgid %d) still alive at %s, %s after its attempt was seen ended: %s",
+				"conductor runs/%s/%s (pgid %d) still alive at %s, %s after its attempt ended: %s",
 				lc.Task, lc.Dir, lc.PGID, ts(s.At), s.At.Sub(since[k]).Round(time.Millisecond), why[k]))
 		}
 	}

@@ -182,6 +182,9 @@ func TestCheckOneConductorPerAttempt(t *testing.T) {
 	}
 }
 
+// planNext is a plan of a later workflow chain of task a.
+const planNext = "karvi-a-r1-feedbeef"
+
 func TestCheckNoProcessOutlivesAttempt(t *testing.T) {
 	cfg := Config{Grace: 3 * time.Second, Stale: 2 * time.Second}
 	c1 := []LiveConductor{live("a", planA1, 10)}
@@ -210,20 +213,28 @@ func TestCheckNoProcessOutlivesAttempt(t *testing.T) {
 			sample(2, c1, running("a", 2, planA2, "x")),
 			sample(5, c1, running("a", 2, planA2, "x")),
 		}}, want: []want{{InvNoProcessOutlivesAttempt, "a", []string{planA1, "running at attempt 2 (plan " + planA2}}}},
-		// A task id used again (a board task after a standalone one): the
-		// old chain's close is the last word until the sampler asks the
-		// new one; a conductor of the new chain first seen long after that
-		// close gets its grace from when it was first seen.
-		{name: "a later chain's conductor first seen long after the close", o: Observed{Samples: []Sample{
-			sample(1, nil, closed("a", 1, planA1)),
-			sample(40, []LiveConductor{live("a", planA2, 20)}),
-			sample(41, []LiveConductor{live("a", planA2, 20)}, running("a", 2, planA2, "x")),
-			sample(50, []LiveConductor{live("a", planA2, 20)}, running("a", 2, planA2, "x")),
-		}}},
-		{name: "a conductor first seen after the close that lives on", o: Observed{Samples: []Sample{
-			sample(1, nil, closed("a", 1, planA1)),
-			sample(40, c1), sample(42, c1), sample(44, c1),
-		}}, want: []want{{InvNoProcessOutlivesAttempt, "a", []string{"pgid 10", "14:00:44", "4s after its attempt was seen ended"}}}},
+		{
+			// A send-back's new workflow started a conductor after the
+			// last workflow closed; the task's next status, naming the
+			// new chain, had not come yet.
+			name: "a later chain's conductor before its status came",
+			o: Observed{Samples: []Sample{
+				sample(1, nil, closed("a", 1, planA1)),
+				sample(5, []LiveConductor{live("a", planNext, 11)}),
+				sample(9, []LiveConductor{live("a", planNext, 11)}),
+				sample(12, []LiveConductor{live("a", planNext, 11)}),
+			}},
+		},
+		{
+			name: "a conductor that appeared after its workflow closed, and lives on",
+			o: Observed{Samples: []Sample{
+				sample(1, nil, closed("a", 1, planA1)),
+				sample(5, []LiveConductor{live("a", planNext, 11)}),
+				sample(6, []LiveConductor{live("a", planNext, 11)}, closed("a", 1, planA1)),
+				sample(12, []LiveConductor{live("a", planNext, 11)}),
+			}},
+			want: []want{{InvNoProcessOutlivesAttempt, "a", []string{"runs/a/" + planNext, "still alive at 14:00:12.000, 6s after", "at 14:00:06.000 the workflow was closed"}}},
+		},
 		{name: "alive through a pause", o: Observed{Samples: []Sample{
 			sample(1, c1, paused("a", 1, planA1, Pause{Reason: PauseUsageLimit, Since: at(0.5)})),
 			sample(2, c1, paused("a", 1, planA1, Pause{Reason: PauseUsageLimit, Since: at(0.5)})),

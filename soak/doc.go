@@ -33,12 +33,14 @@
 //   - one-conductor-per-attempt: two live run directories of one attempt in
 //     one sample; reported once per set of directories.
 //   - no-process-outlives-attempt: a conductor still live Config.Grace after
-//     the first fresh sample that did not want it.
+//     the first fresh sample that did not want it (a closed workflow's
+//     sample speaks only for conductors seen before it: one first seen
+//     after is a later workflow's until a newer sample says otherwise).
 //   - usage-limit-pause-until-reset: a pause (known by its reason and its
 //     start) scheduled to end before its reset, or seen over before its
 //     reset, with no resume of the task, or of its account, journalled
-//     while it lasted. A pause that ends with the task (closed, done) or
-//     at a new attempt is not judged.
+//     while it lasted. A pause that ends with the task (closed, done,
+//     finishing) or at a new attempt is not judged.
 //   - budget-pause-until-raised: a budget pause given an end of its own, or
 //     seen over (running again, or paused for another reason) with no
 //     budget raise or resume of the task journalled while it lasted.
