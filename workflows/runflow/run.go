@@ -3,7 +3,6 @@ package runflow
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -586,6 +585,7 @@ func (r *runFlow) writeStatus() error {
 	}
 	var res runact.RunStatusResult
 	var sent map[string]runstatus.Task
+	var sentIDs []string // sent's keys in run file order, when a patch
 	if r.shipped.tasks != nil {
 		top, changed, ids, err := r.statusPatch()
 		if err != nil {
@@ -593,7 +593,7 @@ func (r *runFlow) writeStatus() error {
 		}
 		// Only what changed is copied: a run of 10,000 tasks would copy
 		// every entry at every write.
-		sent = make(map[string]runstatus.Task, len(ids))
+		sent, sentIDs = make(map[string]runstatus.Task, len(ids)), ids
 		for _, id := range ids {
 			sent[id] = copyTask(r.st.Doc.Tasks[id])
 		}
@@ -622,7 +622,11 @@ func (r *runFlow) writeStatus() error {
 	if sentWhole {
 		r.shipped.tasks = sent
 	} else {
-		maps.Copy(r.shipped.tasks, sent)
+		// In run file order, never by ranging over a map, as everything
+		// a workflow does.
+		for _, id := range sentIDs {
+			r.shipped.tasks[id] = sent[id]
+		}
 	}
 	if len(res.Paths) > 0 {
 		r.statusFile = res.Paths[0]
