@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -232,6 +233,60 @@ func TestKarviCancelledOnBoardStaysCancelled(t *testing.T) {
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "cancelled", r.KarviStatus(id), "the board's cancel stands")
 	require.NotContains(t, karviStatuses(t, k, id), "blocked")
+}
+
+// A task cancelled on the board after it was handed to the worker but
+// before the attempt's first status write (the intake started its
+// workflow a moment before the cancel): no conductor starts, karvi's
+// cancel stands, and the workflow ends cleanly with an outcome that says
+// the task was not run.
+func TestKarviCancelledBeforeTheAttemptStarted(t *testing.T) {
+	// No worker yet: the workflow is started, then the task cancelled, and
+	// only then can the attempt begin.
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, NoWorker: true})
+	k := r.Karvi
+	const id = "CX2"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	run := r.Start(testrig.Dispatch(t, id, "Never runs. [sim phase=implement delay=60s]"))
+	require.NoError(t, k.SetStatus(id, "cancelled", "not wanted any more"))
+	r.StartWorker()
+	res, err := r.ResultErr(run)
+	require.NoError(t, err, "the workflow ends cleanly")
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Contains(t, res.Outcome.LastError, "cancelled on the board before it started")
+	require.Len(t, res.Attempts, 1)
+	require.Equal(t, "aborted", res.Attempts[0].Ended)
+	require.Equal(t, "cancelled", r.KarviStatus(id), "the board's cancel stands")
+	require.Empty(t, karviStatuses(t, k, id), "no status written over the cancel")
+	runs, err := devenv.Handles(r.WorkRoot)
+	require.NoError(t, err)
+	require.Empty(t, runs, "no conductor was started")
+	// The history replays on this code; NOTRUN_WRITE_HISTORY=1 keeps it
+	// with the recorded histories.
+	keepTaskHistory(t, r, id, "NOTRUN_WRITE_HISTORY", "notrun-board-cancel.json")
+}
+
+// A task deleted from the board before the attempt's first status write
+// ends the same way: nothing is started, and the workflow ends cleanly.
+func TestKarviDeletedBeforeTheAttemptStarted(t *testing.T) {
+	r := testrig.New(t, testrig.Options{Sink: "karvi", KarviToken: karviToken, NoWorker: true})
+	k := r.Karvi
+	const id = "DEL2"
+	r.AddKarviTask(id)
+	r.Workspace(id)
+	run := r.Start(testrig.Dispatch(t, id, "Never runs. [sim phase=implement delay=60s]"))
+	require.True(t, k.DeleteTask(id))
+	r.StartWorker()
+	res, err := r.ResultErr(run)
+	require.NoError(t, err, "the workflow ends cleanly")
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Contains(t, res.Outcome.LastError, "no longer exists")
+	_, ok := k.Task(id)
+	require.False(t, ok)
+	runs, err := devenv.Handles(r.WorkRoot)
+	require.NoError(t, err)
+	require.Empty(t, runs, "no conductor was started")
 }
 
 // A task karvi made through its API has no brief (404 on the brief routes):

@@ -33,6 +33,9 @@ const (
 	// ErrFenced is ours: the runtime stopped the conductor of its own
 	// accord (RuntimeStop).
 	ErrFenced = "fenced"
+	// ErrNotRun is ours: the attempt was not run at all, the board having
+	// cancelled (or deleted) the task before its first status write.
+	ErrNotRun = "not_run"
 )
 
 // MsgUserAbort is the blocker reason and lastError of an abort.
@@ -205,10 +208,33 @@ func StallAbortedOutcome(phaseID string, silent string) Outcome {
 	return o
 }
 
-// IsAbort says whether lastError is an abort's: a person's, or one on a
-// stall. The task then ended aborted, not blocked by a failure.
+// MsgNotRun begins the blocker reason and lastError of an attempt that was
+// not run: the board said, at the attempt's first status write, that the
+// task was cancelled there or is gone.
+const MsgNotRun = "Plan not run"
+
+// NotRunOutcome is an attempt not run, for why (the board's word: "the
+// task was cancelled on the board before it started"). It ends as an
+// abort does: the plan aborted, the task blocked in the workflow's own
+// outcome (karvi keeps its cancel; the sink writes nothing over it).
+func NotRunOutcome(why string) Outcome {
+	msg := MsgNotRun
+	if why != "" {
+		msg += ": " + why
+	}
+	return outcome(PlanAborted, ErrNotRun, "", msg, msg)
+}
+
+// IsAbort says whether lastError is an abort's: a person's, one on a
+// stall, or an attempt not run because the board cancelled or deleted the
+// task first. The task then ended aborted, not blocked by a failure.
 func IsAbort(lastError string) bool {
-	return lastError == MsgUserAbort || strings.HasPrefix(lastError, MsgStallAbort)
+	return lastError == MsgUserAbort || strings.HasPrefix(lastError, MsgStallAbort) || IsNotRun(lastError)
+}
+
+// IsNotRun says whether lastError is an attempt not run (NotRunOutcome).
+func IsNotRun(lastError string) bool {
+	return lastError == MsgNotRun || strings.HasPrefix(lastError, MsgNotRun+":")
 }
 
 // TimeoutOutcome is a phase (or, with an empty id, the whole run) that ran

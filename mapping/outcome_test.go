@@ -379,3 +379,23 @@ func TestStallAbortedOutcome(t *testing.T) {
 		t.Error("IsAbort tells a stall's and a person's abort from a failure's")
 	}
 }
+
+// An attempt the board cancelled (or deleted) before it started ends as an
+// abort does, its reason saying it was not run and why.
+func TestNotRunOutcome(t *testing.T) {
+	o := NotRunOutcome("the task was cancelled on the board before it started")
+	if o.PlanStatus != PlanAborted || o.TaskStatus != TaskBlocked || o.DispatchState != DispatchFailed ||
+		o.Code != 1 || o.ErrorType != ErrNotRun || o.PhaseID != "" {
+		t.Errorf("outcome %+v", o)
+	}
+	want := "Plan not run: the task was cancelled on the board before it started"
+	if o.LastError != want || o.BlockerReason != want {
+		t.Errorf("reason %q, want %q", o.LastError, want)
+	}
+	if !IsAbort(o.LastError) || !IsNotRun(o.LastError) || !IsNotRun(NotRunOutcome("").LastError) {
+		t.Error("a task not run is an abort")
+	}
+	if IsNotRun(MsgUserAbort) || IsNotRun("Plan not running") {
+		t.Error("IsNotRun takes another reason for a task not run")
+	}
+}

@@ -38,6 +38,9 @@ import (
 // notify-* are a task that ended blocked and a run that
 // ended, each telling the webhook (e2e.TestWebhookHearsBlockedAndRunEndedOnce
 // records them, NOTIFY_WRITE_HISTORY=1).
+// notrun-board-cancel is a task cancelled on the board before its
+// attempt's first status write, which was not run
+// (e2e.TestKarviCancelledBeforeTheAttemptStarted, NOTRUN_WRITE_HISTORY=1).
 // pause-* are paused and resumed tasks: one that met a
 // usage limit on an agent account and the one it paused with it
 // (e2e.TestAccountLimitPausesEveryTaskOnTheAccount), and one its budget

@@ -115,6 +115,12 @@ type StartAttemptResult struct {
 	// later activity of the attempt must go; empty from a worker without
 	// one.
 	Host string `json:"host,omitempty"`
+	// NotRun says why the attempt was not run at all: the board said, at
+	// its first status write, that the task was cancelled there or is
+	// gone. No conductor runs (one an earlier try spawned was stopped);
+	// Conductor is nil and StartError says the same, for a workflow that
+	// knows nothing of NotRun.
+	NotRun string `json:"notRun,omitempty"`
 }
 
 // StartAttempt does the steps that begin an attempt, in order: plan.yaml
@@ -215,6 +221,9 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 		u := base
 		u.Status, u.DispatchState = mapping.TaskDispatched, mapping.DispatchStateFor(mapping.PlanPending)
 		err := d.retry(ctx, func() error { return a.Sink.SetStatus(ctx, taskID, u.sink()) })
+		if why := notRunWhy(err); why != "" {
+			return a.notRun(ctx, d, res, why)
+		}
 		var appErr *temporal.ApplicationError
 		switch {
 		case err == nil:
@@ -269,6 +278,54 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	d.res.Brief = d.brief
 	d.res.Job = d.checkpointTally(ctx)
 	res.Delivery = &d.res
+	return res, nil
+}
+
+// notRunWhy words the board's answer to the attempt's first status write
+// when it means the task must not run: a person cancelled it there, or it
+// was deleted. "" for any other answer.
+func notRunWhy(err error) string {
+	switch {
+	case errors.Is(err, sink.ErrBoardCancelled):
+		return "the task was cancelled on the board before it started"
+	case errors.Is(err, sink.ErrTaskGone):
+		return "the task no longer exists in karvi (deleted before it started)"
+	}
+	return ""
+}
+
+// notRun ends a start that met the board's cancel (or the task's deletion)
+// at its first status write, before the conductor is spawned: nothing is
+// written over the board's word, no conductor runs, and the attempt is
+// reported not run, for the workflow to end cleanly. Failing instead would
+// fail the workflow for a person's ordinary action. A conductor of this
+// attempt an earlier try spawned (it wrote nothing yet, or the status
+// would not have been sent) is stopped, so nothing is left running.
+func (a *Activities) notRun(ctx context.Context, d *delivery, res StartAttemptResult, why string) (StartAttemptResult, error) {
+	plan := res.Plan
+	runs, err := a.LiveRuns(d.req.TaskID)
+	if err != nil {
+		activities.Logger(ctx).Warn("some run records of the task could not be read", "task", d.req.TaskID, "error", err)
+	}
+	for _, r := range runs {
+		if r.Plan != plan.Summary.Name {
+			continue
+		}
+		// No later start of this plan follows (the attempt ends here), so
+		// stopping the group is enough: no `conduct abort` is needed.
+		if err := a.StopRun(ctx, r, mapping.RuntimeStop{}); err != nil {
+			return StartAttemptResult{}, err
+		}
+	}
+	// A held skeleton goes now, as on any end of an attempt: karvi then
+	// shows the brief the workflow keeps.
+	if err := d.flush(ctx); err != nil {
+		return StartAttemptResult{}, err
+	}
+	activities.Logger(ctx).Warn("attempt not run", "task", d.req.TaskID, "plan", plan.Summary.Name, "why", why)
+	res.SinkProblem = d.res.SinkProblem
+	res.NotRun = why
+	res.StartError = why
 	return res, nil
 }
 

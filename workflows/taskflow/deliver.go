@@ -77,13 +77,21 @@ func (r *taskRun) startAttempt() error {
 	a.Brief = mapping.NewBriefState(r.st.Dispatch.TaskID, res.Plan.Summary)
 	a.Cursor = taskact.TailCursor{}
 	a.LastEventAt = workflow.Now(r.ctx)
-	r.st.TaskStatus = mapping.TaskDispatched
 	if res.SinkProblem != "" {
 		r.st.SinkProblem = res.SinkProblem
 	}
 	if res.Delivery == nil && res.SinkProblem == "" {
 		r.st.Counts.PatchesSent++ // the skeleton, from a worker that did not deliver
 	}
+	if res.NotRun != "" && r.knowsNotRun() {
+		// The board cancelled (or deleted) the task before the attempt's
+		// first status write: nothing runs, and the attempt ends as an
+		// abort does, its final status write skipped, the cancel standing.
+		r.decide(mapping.NotRunOutcome(res.NotRun))
+		r.upsertSearch()
+		return nil
+	}
+	r.st.TaskStatus = mapping.TaskDispatched
 	if res.Conductor == nil {
 		r.decide(mapping.CrashOutcome(r.currentPhase(), -1, "conductor could not start: "+res.StartError))
 		r.upsertSearch()
@@ -104,6 +112,18 @@ func (r *taskRun) startAttempt() error {
 		return nil
 	}
 	return r.afterCheckpoint(*res.Delivery)
+}
+
+// versionNotRun names the change that ends an attempt the board cancelled
+// (or deleted) before its first status write as not run. Before it, such a
+// start failed the workflow; a result that says so from a newer worker
+// then read as a conductor that could not start.
+const versionNotRun = "not-run-on-board-cancel"
+
+// knowsNotRun reports whether this workflow ends a not-run attempt as
+// such; asked only when a start says so, so no other history records it.
+func (r *taskRun) knowsNotRun() bool {
+	return workflow.GetVersion(r.ctx, versionNotRun, workflow.DefaultVersion, 1) >= 1
 }
 
 // firstCheckpoint bounds an attempt's first delivery once it delivered

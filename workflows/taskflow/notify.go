@@ -44,9 +44,10 @@ func (r *taskRun) deliveryID(kind string, n int) string {
 
 // notifyBlocked tells that the task ended blocked and needs a person. A
 // task of a run is the run's to report (its tasks loop, and the run's end
-// says which failed); an abort is a person's own doing.
+// says which failed); an abort is a person's own doing, and so is a task
+// not run because the board cancelled or deleted it.
 func (r *taskRun) notifyBlocked(o mapping.Outcome) {
-	if o.TaskStatus != mapping.TaskBlocked || o.LastError == mapping.MsgUserAbort ||
+	if o.TaskStatus != mapping.TaskBlocked || o.LastError == mapping.MsgUserAbort || mapping.IsNotRun(o.LastError) ||
 		workflow.GetInfo(r.ctx).ParentWorkflowExecution != nil || !flowkit.NotifyOn(r.ctx) {
 		return
 	}
