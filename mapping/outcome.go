@@ -369,13 +369,17 @@ func abortedOutcome(_ Event, st BriefState) Outcome {
 // agent budget or crash errors, plan budget exhausted: docs/contract.md 6.3). budgetUSD
 // is the plan's budget when known.
 func OutcomeFromState(cs ConductorState, st BriefState, budgetUSD *float64) Outcome {
+	return outcomeFromState(cs, st, budgetUSD, false)
+}
+
+func outcomeFromState(cs ConductorState, st BriefState, budgetUSD *float64, earlierTries bool) Outcome {
 	ps := cs.PlanStatus
 	if ps == PlanCompleted {
 		return CompletedOutcome()
 	}
 	overBudget := budgetUSD != nil && cs.TotalCostUSD >= *budgetUSD
 
-	if ph, ok := culprit(cs); ok {
+	if ph, ok := culprit(cs, earlierTries); ok {
 		final := ps
 		if final != PlanAborted {
 			final = PlanBlocked
@@ -419,16 +423,23 @@ func OutcomeFromState(cs ConductorState, st BriefState, budgetUSD *float64) Outc
 }
 
 // culprit is the phase that stopped the plan: the first failed or stale one
-// in plan order, else the first carrying an error.
-func culprit(cs ConductorState) (PhaseState, bool) {
+// in plan order. edda never clears a phase's error: a phase that passed or
+// was skipped after a failed try, one whose next try is running and one
+// waiting for it all still carry the failed try's error, so only a failed
+// or stale phase's error says why the plan stopped. earlierTries is the
+// rule of workflows recorded before that was known, kept for their replay:
+// without a failed or stale phase, the first phase carrying any error.
+func culprit(cs ConductorState, earlierTries bool) (PhaseState, bool) {
 	for _, ph := range cs.Phases {
 		if ph.Status == PhaseFailed || ph.Status == PhaseStale {
 			return ph, true
 		}
 	}
-	for _, ph := range cs.Phases {
-		if ph.Error != nil {
-			return ph, true
+	if earlierTries {
+		for _, ph := range cs.Phases {
+			if ph.Error != nil {
+				return ph, true
+			}
 		}
 	}
 	return PhaseState{}, false
@@ -514,8 +525,22 @@ type ConductorExit struct {
 // conductor's state.json is the truth then; edda leaves plan_status
 // "running" even when a phase exhausted its retries, so the phases decide.
 // A state that explains nothing means the conductor itself died, and its
-// exit status and last output are what a person needs.
+// exit status and last output are what a person needs. An error edda left
+// on a phase from an earlier try (it never clears one) explains nothing:
+// the conductor that died while the next phase ran crashed.
 func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
+	return exitOutcome(x, st, plan, false)
+}
+
+// ExitOutcomeBlamingEarlierTries is ExitOutcome as task workflows recorded
+// before it learnt that edda keeps a phase's error after the phase passed
+// decided it: without a failed or stale phase, the first phase carrying
+// an error, whatever its status, was blamed. Only for replaying them.
+func ExitOutcomeBlamingEarlierTries(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
+	return exitOutcome(x, st, plan, true)
+}
+
+func exitOutcome(x ConductorExit, st BriefState, plan PlanSummary, earlierTries bool) Outcome {
 	phase := st.Brief.CurrentPhase
 	where := "before any phase started"
 	if phase != "" {
@@ -539,7 +564,7 @@ func ExitOutcome(x ConductorExit, st BriefState, plan PlanSummary) Outcome {
 		ended = UnfinishedOutcome
 	}
 	if x.State != nil {
-		o := OutcomeFromState(*x.State, st, plan.BudgetUSD)
+		o := outcomeFromState(*x.State, st, plan.BudgetUSD, earlierTries)
 		if o.ErrorType != ErrConductorExit {
 			return o
 		}

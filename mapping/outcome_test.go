@@ -399,3 +399,124 @@ func TestNotRunOutcome(t *testing.T) {
 		t.Error("IsNotRun takes another reason for a task not run")
 	}
 }
+
+// edda never clears a phase's error: a retry that passes, a retry under
+// way, a phase skipped under on_fail: skip and a phase waiting for its
+// next try all keep the error of the try that failed. Only a failed or
+// stale phase's error says why the plan stopped; a conductor that died
+// while another phase ran crashed, and the outcome says so.
+func TestExitOutcomeIgnoresErrorsOfEarlierTries(t *testing.T) {
+	plan := PlanSummary{Name: "karvi-s002", PhaseIDs: []string{"implement", "test", "docs"}, MaxAttempts: 3}
+	// state.json as edda writes it (and cmd/eddasim after it).
+	phase := func(id, status string, attempts int, errMsg string, extra string) string {
+		s := fmt.Sprintf(`{"id":%q,"status":%q,"started_at":"2026-02-28T03:00:01Z","attempts":%d,"checks":[]`, id, status, attempts)
+		if errMsg != "" {
+			s += fmt.Sprintf(`,"error":{"error_type":"check_failed","message":%q,"retryable":true,"check_index":0,"timestamp":"2026-02-28T03:01:00Z"}`, errMsg)
+		}
+		return s + extra + "}"
+	}
+	state := func(phases ...string) *ConductorState {
+		cs, err := ParseConductorState([]byte(`{"plan_name":"karvi-s002","plan_file":"plan.yaml","plan_status":"running",` +
+			`"started_at":"2026-02-28T03:00:00Z","total_cost_usd":0.4,"cost_measured":true,"phases":[` +
+			strings.Join(phases, ",") + `],"version":12}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cs
+	}
+	const try1 = "exit 1: eddasim: simulated check failure (attempt 1)"
+	// The events the brief saw: implement passed, docs failed its first
+	// try and passed its second, then each row's own.
+	brief := func(more ...string) BriefState {
+		s := NewBriefState("S002", plan)
+		lines := append([]string{
+			`{"type":"phase_start","phase_id":"implement","attempt":1}`,
+			`{"type":"phase_passed","phase_id":"implement","attempt":1}`,
+			`{"type":"phase_start","phase_id":"docs","attempt":1}`,
+			`{"type":"phase_failed","phase_id":"docs","attempt":1,"error":"` + try1 + `"}`,
+			`{"type":"phase_start","phase_id":"docs","attempt":2}`,
+			`{"type":"phase_passed","phase_id":"docs","attempt":2}`,
+		}, more...)
+		for i, l := range lines {
+			apply(&s, at(int64(i), l))
+		}
+		return s
+	}
+	implement := phase("implement", "passed", 1, "", "")
+	docsPassedOnRetry := phase("docs", "passed", 2, try1, "")
+	testStarted := `{"type":"phase_start","phase_id":"test","attempt":1}`
+
+	cases := []struct {
+		name    string
+		exit    ConductorExit
+		brief   BriefState
+		errType string
+		want    string // lastError and blocker reason
+		phaseID string
+	}{
+		{"passed on its second try, the next phase running, no exit status",
+			ConductorExit{ExitCode: -1, State: state(implement, docsPassedOnRetry, phase("test", "running", 1, "", ""))},
+			brief(testStarted), ErrAgentCrash,
+			"Conductor crashed: conductor was killed (no exit status was recorded) while phase test was running, leaving the plan running", ""},
+		{"passed on its second try, the next phase running, exit 1",
+			ConductorExit{ExitCode: 1, Stderr: "panic: boom", State: state(implement, docsPassedOnRetry, phase("test", "running", 1, "", ""))},
+			brief(testStarted), ErrAgentCrash,
+			"Conductor crashed: conductor exited while phase test was running, leaving the plan running; stderr: panic: boom (exit code 1)", ""},
+		{"the running phase's own first try failed",
+			ConductorExit{ExitCode: 137, State: state(implement, docsPassedOnRetry, phase("test", "running", 2, try1, ""))},
+			brief(testStarted,
+				`{"type":"phase_failed","phase_id":"test","attempt":1,"error":"`+try1+`"}`,
+				`{"type":"phase_start","phase_id":"test","attempt":2}`), ErrAgentCrash,
+			"Conductor crashed: conductor was killed by signal 9 while phase test was running, leaving the plan running", ""},
+		{"a phase skipped under on_fail: skip keeps its error",
+			ConductorExit{ExitCode: -1, State: state(implement,
+				phase("docs", "skipped", 1, try1, `,"skip_reason":"auto-skipped by on_fail policy"`),
+				phase("test", "running", 1, "", ""))},
+			brief(testStarted), ErrAgentCrash,
+			"Conductor crashed: conductor was killed (no exit status was recorded) while phase test was running, leaving the plan running", ""},
+		{"killed between two tries of a phase",
+			ConductorExit{ExitCode: 137, State: state(implement, docsPassedOnRetry, phase("test", "pending", 1, try1, ""))},
+			brief(testStarted, `{"type":"phase_failed","phase_id":"test","attempt":1,"error":"`+try1+`"}`), ErrAgentCrash,
+			"Conductor crashed: conductor was killed by signal 9 after phase test failed, leaving the plan running", ""},
+		{"a later phase that failed for good is still the one blamed",
+			ConductorExit{State: state(implement, docsPassedOnRetry, phase("test", "failed", 3, "cmd `cargo test` exited 1", ""))},
+			brief(testStarted, `{"type":"phase_failed","phase_id":"test","attempt":3,"error":"check failed: cmd `+"`cargo test`"+` exited 1"}`), ErrCheckFailed,
+			"Phase test failed after 3 attempts: check failed: cmd `cargo test` exited 1", "test"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := ExitOutcome(c.exit, c.brief, plan)
+			if o.TaskStatus != TaskBlocked || o.DispatchState != DispatchFailed || o.Code != 1 {
+				t.Errorf("status %s/%s code %d, want blocked/failed 1", o.TaskStatus, o.DispatchState, o.Code)
+			}
+			if o.ErrorType != c.errType || o.PhaseID != c.phaseID {
+				t.Errorf("error type %q phase %q, want %q %q", o.ErrorType, o.PhaseID, c.errType, c.phaseID)
+			}
+			if o.LastError != c.want {
+				t.Errorf("lastError\n got %q\nwant %q", o.LastError, c.want)
+			}
+			if c.errType != ErrCheckFailed && o.BlockerReason != c.want {
+				t.Errorf("blocker\n got %q\nwant %q", o.BlockerReason, c.want)
+			}
+		})
+	}
+}
+
+// Workflows recorded before the rule above replay with the rule they ran:
+// the first phase carrying an error, whatever its status.
+func TestExitOutcomeBlamingEarlierTries(t *testing.T) {
+	plan := PlanSummary{Name: "karvi-s002", PhaseIDs: []string{"implement", "test", "docs"}, MaxAttempts: 3}
+	x := ConductorExit{ExitCode: -1, State: &ConductorState{PlanStatus: PlanRunning, Phases: []PhaseState{
+		{ID: "implement", Status: PhasePassed, Attempts: 1},
+		{ID: "docs", Status: PhasePassed, Attempts: 2, Error: &PhaseError{ErrorType: ErrCheckFailed, Message: "exit 1: boom"}},
+		{ID: "test", Status: PhaseRunning, Attempts: 1}}}}
+	st := NewBriefState("S002", plan)
+	apply(&st, at(0, `{"type":"phase_start","phase_id":"test","attempt":1}`))
+	old := ExitOutcomeBlamingEarlierTries(x, st, plan)
+	if old.LastError != "Phase docs failed after 2 attempts: check failed: exit 1: boom" || old.PhaseID != "docs" {
+		t.Errorf("earlier rule: %+v", old)
+	}
+	if now := ExitOutcome(x, st, plan); now.ErrorType != ErrAgentCrash || now == old {
+		t.Errorf("current rule: %+v", now)
+	}
+}

@@ -231,7 +231,7 @@ func (r *taskRun) afterCheckpoint(res taskact.DeliverResult) error {
 		return nil
 	}
 	if res.Exited {
-		r.decide(mapping.ExitOutcome(res.Exit(), a.Brief, a.Plan.Summary))
+		r.decide(r.exitOutcome(res.Exit()))
 		return nil
 	}
 	if ended, err := r.betweenDeliveries(); ended || err != nil {
@@ -239,6 +239,26 @@ func (r *taskRun) afterCheckpoint(res taskact.DeliverResult) error {
 	}
 	return r.stopIfSilent()
 }
+
+// exitOutcome is how an attempt whose conductor exited without a terminal
+// event ended. It once blamed a phase for an error edda had left on it from
+// an earlier try (edda keeps a phase's error after the phase passed, and
+// while its next try runs); histories recorded then replay with that
+// outcome. The marker is only recorded where the two rules disagree, so
+// other histories are unchanged.
+func (r *taskRun) exitOutcome(x mapping.ConductorExit) mapping.Outcome {
+	a := &r.st.Current
+	o := mapping.ExitOutcome(x, a.Brief, a.Plan.Summary)
+	if earlier := mapping.ExitOutcomeBlamingEarlierTries(x, a.Brief, a.Plan.Summary); earlier != o &&
+		workflow.GetVersion(r.ctx, versionCurrentErrors, workflow.DefaultVersion, 1) < 1 {
+		return earlier
+	}
+	return o
+}
+
+// versionCurrentErrors versions exitOutcome's rule that only a failed or
+// stale phase's error in state.json explains the conductor's exit.
+const versionCurrentErrors = "exit-current-errors"
 
 func (r *taskRun) deliverRequest(wait time.Duration) taskact.DeliverRequest {
 	a := &r.st.Current

@@ -96,7 +96,7 @@ func (r *taskRun) tail() error {
 		return nil
 	}
 	if res.Exited {
-		r.decide(mapping.ExitOutcome(res.Exit(), a.Brief, a.Plan.Summary))
+		r.decide(r.exitOutcome(res.Exit()))
 		return nil
 	}
 	return r.stopIfSilent()
