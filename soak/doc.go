@@ -64,7 +64,8 @@
 //   - brief-log-matches-events: the brief's conductor entries against its
 //     attempt's events.jsonl lines, in order, by type, time and phase
 //     (plan_aborted makes none; the log keeps the newest 500).
-//   - webhook-ids-unique: one delivery id on two different bodies.
+//   - webhook-ids-unique: one delivery id on two different events (bodies
+//     that differ in more than when, from which host, and until when).
 //   - nothing-left-running: every process the collector found after the
 //     driver stopped all it started.
 package soak

@@ -238,7 +238,7 @@ func TestWebhooksAndJournalRoundTrip(t *testing.T) {
 	retry, _ := WebhookLine(t0.Add(time.Second), "karvi-task-a-paused-1", body)
 	first, _ := WebhookLine(t0, "karvi-task-a-paused-1", body)
 	later, _ := WebhookLine(t0.Add(time.Minute), "karvi-task-a-paused-1",
-		[]byte(`{"id":"karvi-task-a-paused-1","version":1,"kind":"paused","time":"2026-03-10T14:01:00Z","task_id":"a"}`))
+		[]byte(`{"id":"karvi-task-a-paused-1","version":1,"kind":"paused","time":"2026-03-10T14:01:00Z","task_id":"a","reason":"usage limit in phase docs"}`))
 	write(t, hooks, string(first)+"\n"+string(retry)+"\n"+string(later)+"\n"+`{"id":"x","di`)
 	ws, err := ReadWebhooks(hooks)
 	if err != nil {

@@ -76,9 +76,8 @@ func ReadWebhooks(path string) ([]soak.Webhook, error) {
 			}
 		}
 		digest := or(l.Digest, l.BodySHA)
-		if digest == "" && len(l.Body) > 0 {
-			sum := sha256.Sum256(l.Body)
-			digest = hex.EncodeToString(sum[:])
+		if d, ok := eventDigest(l.Body); ok {
+			digest = d
 		}
 		if l.ID == "" || digest == "" {
 			return fmt.Errorf("%s:%d: a delivery without an id or a body", path, n)
@@ -87,6 +86,33 @@ func ReadWebhooks(path string) ([]soak.Webhook, error) {
 		return nil
 	})
 	return out, err
+}
+
+// eventDigest is a hash of what a delivery's body says of its event,
+// leaving out when and from which host it was sent and, for a pause, the
+// time it runs until (the later of the reset and the decision's now). A
+// worker that dies after its local activity queued a notification, before
+// its workflow task was recorded, leaves the task to run again on another
+// host: the notification goes out again with the same id (the workflow's
+// count has not moved), a later time, the other host and an until of that
+// later time. That is the same event, the one a receiver skips by its id,
+// not another event under a used id.
+func eventDigest(body json.RawMessage) (string, bool) {
+	var ev map[string]any
+	if len(body) == 0 || json.Unmarshal(body, &ev) != nil {
+		return "", false
+	}
+	delete(ev, "time")
+	delete(ev, "host")
+	if d, ok := ev["details"].(map[string]any); ok {
+		delete(d, "until")
+	}
+	b, err := json.Marshal(ev) // map keys sorted: the same event, the same bytes
+	if err != nil {
+		return "", false
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), true
 }
 
 func or(a, b string) string {
