@@ -102,13 +102,35 @@ func liveConductors(runs []Run, ps []proc.Process) []soak.LiveConductor {
 	for _, p := range ps {
 		groups[p.PGID] = true
 	}
+	byPID := processesByPID(ps)
 	var out []soak.LiveConductor
 	for _, r := range runs {
-		if r.Handle.PGID > 1 && groups[r.Handle.PGID] {
+		if r.Handle.PGID > 1 && groups[r.Handle.PGID] && !groupReused(r.Handle, byPID) {
 			out = append(out, soak.LiveConductor{Host: r.Host, Task: r.Task, Dir: r.Dir, PGID: r.Handle.PGID})
 		}
 	}
 	return out
+}
+
+func processesByPID(ps []proc.Process) map[int]proc.Process {
+	m := make(map[int]proc.Process, len(ps))
+	for _, p := range ps {
+		m[p.PID] = p
+	}
+	return m
+}
+
+// groupReused reports whether a run's process group number now belongs to
+// another group: its leader's pid runs a process other than the one the
+// record names (another start time). Linux hands out a group's number
+// again only once the group is empty, and a new group is led by the
+// process whose pid it is; so a soak that starts thousands of processes
+// does not take a stranger's group for a conductor that ended long ago.
+// A record without a start time (the leader was gone when it was written)
+// is judged by its group alone.
+func groupReused(h proc.Handle, byPID map[int]proc.Process) bool {
+	leader, ok := byPID[h.PGID]
+	return ok && h.StartTime != 0 && leader.StartTime != h.StartTime
 }
 
 // LiveConductors lists the runs under the work roots whose process group
@@ -147,10 +169,11 @@ func Leftovers(roots []Root, started []Started) ([]soak.Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	byPID := processesByPID(ps)
 	byGroup := map[int]Run{}
 	tokens := map[string]Run{}
 	for _, r := range runs {
-		if r.Handle.PGID > 1 {
+		if r.Handle.PGID > 1 && !groupReused(r.Handle, byPID) {
 			byGroup[r.Handle.PGID] = r
 		}
 		if r.Handle.Token != "" {
