@@ -45,9 +45,27 @@ func TestCheckSpendWithinBlockingBudget(t *testing.T) {
 		{name: "a phase started past the limit", o: Observed{Samples: []Sample{
 			sample(1, nil, withCost(running("a", 1, planA1, "implement"), 0.4, 1)),
 			sample(2, nil, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
-			sample(3, nil, withCost(running("a", 1, planA1, "docs"), 1.3, 1)),
+			sample(20, nil, withCost(running("a", 1, planA1, "docs"), 1.3, 1)),
 		}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{
-			"at 14:00:02.000 the task had spent $1.1 of its blocking budget of $1 in phase test", "at 14:00:03.000 phase docs was running"}}}},
+			"at 14:00:02.000 the task had spent $1.1 of its blocking budget of $1 in phase test", "at 14:00:20.000 phase docs was running"}}}},
+		// At a compressed scale a phase or two end within the real seconds
+		// a stop takes: the conductor gone within the grace of the limit's
+		// first sighting is the runtime stopping it in time.
+		{name: "phases of a compressed scale ended while the stop took its seconds", o: Observed{
+			Tasks: []TaskObs{task(2, "block", 1)},
+			Samples: []Sample{
+				sample(1, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "implement"), 0.4, 1)),
+				sample(2, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+				sample(5, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "docs"), 1.8, 1)),
+				sample(7, nil, closed("a", 1, planA1)),
+			}}},
+		{name: "the conductor ran on past the grace after the limit", o: Observed{
+			Tasks: []TaskObs{task(2, "block", 1)},
+			Samples: []Sample{
+				sample(2, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
+				sample(30, []LiveConductor{live("a", planA1, 10)}),
+				sample(31, nil, closed("a", 1, planA1)),
+			}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{"spent $2 against a blocking budget of $1"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { expect(t, CheckSpendWithinBlockingBudget(&tc.o, Config{}), tc.want...) })

@@ -45,9 +45,11 @@
 //     seen over (running again, or paused for another reason) with no
 //     budget raise or resume of the task journalled while it lasted.
 //   - spend-within-blocking-budget: at the end, spend over a block budget by
-//     more than the task's costliest phase; along the way, a phase other
-//     than the one in flight seen running after a sample showed the spend
-//     at the limit.
+//     more than the task's costliest phase, unless the conductor was gone
+//     within Config.Grace of the first sample at the limit (at a compressed
+//     scale phases end within the real seconds a stop takes); along the
+//     way, a phase other than the one in flight seen running more than
+//     Config.Grace after a sample showed the spend at the limit.
 //   - costs-agree, for a task that ended: the job view's steps against the
 //     state.json totals of the attempts it lists (an attempt given up with
 //     its host bounds them from above only: its conductor spends on, out
