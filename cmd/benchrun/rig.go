@@ -89,7 +89,7 @@ func (e *env) newRigWith(name string, o rigOptions) (*rig, error) {
 			return nil, err
 		}
 		r.fakes[c] = f
-		kc, err := karvi.New(url, "")
+		kc, err := fakeClient(url, o.fakeLimit)
 		if err != nil {
 			r.close()
 			return nil, err
@@ -126,6 +126,25 @@ func (e *env) newRigWith(name string, o rigOptions) (*rig, error) {
 	}
 	r.worker = w
 	return r, nil
+}
+
+// fakeClient is the harness's client of a karvi fake started with
+// karvifake.Options.RateLimit fakeLimit, keeping the fake's limit and no
+// other. The comparison loops PATCH through it once per event, and a rig
+// keeps its fakes for every run of a scenario: with the client's default
+// (karvi's 120 a minute) the first run spends most of the bucket, and the
+// later runs' loops are paced to a PATCH every half second, fall seconds
+// behind their events and are still sending long after the workflows
+// ended.
+func fakeClient(url string, fakeLimit int) (*karvi.Client, error) {
+	limit := fakeLimit
+	switch {
+	case limit == 0:
+		limit = karvifake.DefaultRateLimit
+	case limit < 0:
+		limit = karvi.RateLimitOff
+	}
+	return karvi.New(url, "", karvi.WithRateLimit(limit))
 }
 
 func (r *rig) close() {

@@ -40,8 +40,10 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// Binary returns the path of a project binary built by `make build`
-// (worker, starter, eddasim, karvifake), or of the temporal CLI.
+// Binary returns the absolute path of a project binary built by `make
+// build` (worker, starter, eddasim, karvifake), or of the temporal CLI. It
+// is absolute because it is handed on: the worker runs its conductor in
+// each task's directory, where a relative KARVI_EDDA_BIN names nothing.
 func Binary(name string) (string, error) {
 	var path string
 	if name == "temporal" && os.Getenv("TEMPORAL_CLI") != "" {
@@ -58,7 +60,7 @@ func Binary(name string) (string, error) {
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("%s not built (%v): run `make build temporal` (or `make test`, which does)", name, err)
 	}
-	return path, nil
+	return filepath.Abs(path)
 }
 
 // FreePort asks the kernel for a free loopback port.
