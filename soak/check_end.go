@@ -25,6 +25,9 @@ func CheckEndsOnceAndAgrees(o *Observed, _ Config) []Violation {
 			if rs != nil && (rs.Status == "blocked" || rs.Status == "skipped" || rs.Status == "excluded") {
 				continue // a run's task that never started
 			}
+			if rs != nil && rs.Status == "queued" && runBudgetStopped(o, t.Run) {
+				continue // its run's blocking budget was spent: the run starts nothing more
+			}
 			if t.Board != nil && t.Board.Status == "cancelled" && journalHas(o, t.ID, t.Run, farPast, farFuture, RecCancel) != nil {
 				continue // cancelled on the board before anything ran it
 			}
@@ -226,4 +229,20 @@ func CheckWebhookIDsUnique(o *Observed, _ Config) []Violation {
 			"delivery id %s names %d different events: %s", id, len(distinct), strings.Join(parts, "; ")))
 	}
 	return out
+}
+
+// runBudgetStopped reports whether a task of run ended on the run's
+// blocking budget: the run then aborts what runs, starts nothing more
+// and ends partial, leaving its other tasks queued in status.json.
+func runBudgetStopped(o *Observed, run string) bool {
+	if run == "" {
+		return false
+	}
+	for _, t := range o.Tasks {
+		if t.Run == run && t.Workflow != nil && t.Workflow.Closed &&
+			strings.Contains(t.Workflow.OutcomeError, "Budget exceeded") {
+			return true
+		}
+	}
+	return false
 }

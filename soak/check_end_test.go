@@ -29,6 +29,13 @@ func TestCheckEndsOnceAndAgrees(t *testing.T) {
 			t.Run, t.Board, t.RunStatus = "r", nil, &RunTaskStatus{Status: "done"}
 		})}},
 		{name: "a run's task never started: its dependency failed", o: Observed{Tasks: []TaskObs{{ID: "b", Run: "r", RunStatus: &RunTaskStatus{Status: "blocked"}}}}},
+		{name: "a run's task never started: the run's blocking budget was spent", o: Observed{Tasks: []TaskObs{
+			{ID: "a", Run: "r", RunStatus: &RunTaskStatus{Status: "blocked"},
+				Workflow: &WorkflowObs{Closed: true, Outcome: "blocked", OutcomeError: "Budget exceeded ($0.94 spent of $0.78)"}},
+			{ID: "c", Run: "r", RunStatus: &RunTaskStatus{Status: "queued"}}}}},
+		{name: "a run's task left queued with no cause", o: Observed{Tasks: []TaskObs{
+			{ID: "c", Run: "r", RunStatus: &RunTaskStatus{Status: "queued"}}}},
+			want: []want{{InvEndsOnceAndAgrees, "c", []string{"never ended: no workflow of the task was found"}}}},
 		{name: "blocked, sent back, completed", o: Observed{
 			Tasks: mod(func(t *TaskObs) {
 				t.Workflow.Closes = 2
