@@ -124,7 +124,10 @@ func CheckUsageLimitPauses(o *Observed, c Config) []Violation {
 			continue
 		}
 		from, to := e.pause.Since.Add(-c.Slack), by.Add(c.Slack)
-		if journalHas(o, e.task, taskRun(o, e.task), from, to, RecResume) != nil || accountResumed(o, e, from, to) {
+		// A person's resume ends a pause; so does a person's redispatch or
+		// abort, which gives the pause's attempt up for another (the
+		// status query may name the new attempt before its first sample).
+		if journalHas(o, e.task, taskRun(o, e.task), from, to, RecResume, RecRedispatch, RecAbort) != nil || accountResumed(o, e, from, to) {
 			continue
 		}
 		out = append(out, violation(InvUsageLimitPauseUntilReset, e.task, by,

@@ -19,6 +19,13 @@ func TestCheckUsageLimitPauses(t *testing.T) {
 			Samples: []Sample{r(5), p(11), p(40), r(41)},
 			Journal: []Record{{At: at(40.5), Kind: RecResume, Task: "a"}},
 		}},
+		// Seed 7743016425574120: redispatched while paused, the task's next
+		// attempt was held at once on its account's pause, with a new start.
+		{name: "a person redispatched it while it was paused", o: Observed{
+			Samples: []Sample{r(5), p(11), p(40), sample(41, nil, paused("a", 1, planA1,
+				Pause{Reason: PauseUsageLimit, Since: at(40.8), Until: at(71), ResetAt: at(70), Count: 2}))},
+			Journal: []Record{{At: at(40.5), Kind: RecRedispatch, Task: "a"}},
+		}},
 		{name: "a person resumed its account early", o: Observed{
 			Samples: []Sample{p(11), p(40), r(41)},
 			Journal: []Record{
