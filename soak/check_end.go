@@ -231,18 +231,31 @@ func CheckWebhookIDsUnique(o *Observed, _ Config) []Violation {
 	return out
 }
 
-// runBudgetStopped reports whether a task of run ended on the run's
-// blocking budget: the run then aborts what runs, starts nothing more
-// and ends partial, leaving its other tasks queued in status.json.
+// runBudgetStopped reports whether run may have stopped on its blocking
+// budget: the run then aborts what runs, starts nothing more and ends
+// partial, leaving its other tasks queued in status.json. A task of it
+// ended on the budget says so; so does a run started with a blocking
+// budget whose every started task has closed (the budget can be spent at
+// a report while no task runs, and then no task ends on it).
 func runBudgetStopped(o *Observed, run string) bool {
 	if run == "" {
 		return false
 	}
-	for _, t := range o.Tasks {
-		if t.Run == run && t.Workflow != nil && t.Workflow.Closed &&
-			strings.Contains(t.Workflow.OutcomeError, "Budget exceeded") {
-			return true
+	blocking := false
+	for _, r := range o.Journal {
+		if r.Kind == RecRunStart && r.Run == run && r.Details["budgetAction"] == "block" {
+			blocking = true
 		}
 	}
-	return false
+	allClosed := true
+	for _, t := range o.Tasks {
+		if t.Run != run || t.Workflow == nil {
+			continue
+		}
+		if t.Workflow.Closed && strings.Contains(t.Workflow.OutcomeError, "Budget exceeded") {
+			return true
+		}
+		allClosed = allClosed && t.Workflow.Closed
+	}
+	return blocking && allClosed
 }

@@ -33,6 +33,10 @@ func TestCheckEndsOnceAndAgrees(t *testing.T) {
 			{ID: "a", Run: "r", RunStatus: &RunTaskStatus{Status: "blocked"},
 				Workflow: &WorkflowObs{Closed: true, Outcome: "blocked", OutcomeError: "Budget exceeded ($0.94 spent of $0.78)"}},
 			{ID: "c", Run: "r", RunStatus: &RunTaskStatus{Status: "queued"}}}}},
+		{name: "a run's task never started: its blocking budget spent at a report between tasks", o: Observed{
+			Journal: []Record{{Kind: RecRunStart, Run: "r", Details: map[string]string{"budgetAction": "block"}}},
+			Tasks: []TaskObs{
+				{ID: "c", Run: "r", RunStatus: &RunTaskStatus{Status: "queued"}}}}},
 		{name: "a run's task left queued with no cause", o: Observed{Tasks: []TaskObs{
 			{ID: "c", Run: "r", RunStatus: &RunTaskStatus{Status: "queued"}}}},
 			want: []want{{InvEndsOnceAndAgrees, "c", []string{"never ended: no workflow of the task was found"}}}},
