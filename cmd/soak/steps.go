@@ -302,26 +302,30 @@ func (d *driver) startTask(ctx context.Context, t soak.TaskSpec) error {
 		det["onStall"] = t.OnStall
 	}
 	d.faults(t, "")
-	err := retry(ctx, "start "+t.ID, func(ctx context.Context) error {
-		_, err := d.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: taskapi.WorkflowID(t.ID), TaskQueue: taskapi.DefaultTaskQueue,
-			StaticSummary:            "soak task " + t.ID,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, taskapi.TaskWorkflowName, in)
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			// A try that reached the server before an error came back.
-			return nil
-		}
-		return err
-	})
-	if err != nil {
+	if err := d.startOnce(ctx, taskapi.WorkflowID(t.ID), "soak task "+t.ID, taskapi.TaskWorkflowName, in); err != nil {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecTaskStart, Task: t.ID, Attempt: 1, Details: det})
 	d.watch(t.ID)
 	return nil
+}
+
+// startOnce starts a workflow, retrying what failed on the way; a try
+// that reached the server before an error came back left the workflow
+// started, which is what was asked.
+func (d *driver) startOnce(ctx context.Context, id, summary, workflow string, in any) error {
+	return retry(ctx, "start "+id, func(ctx context.Context) error {
+		_, err := d.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: taskapi.DefaultTaskQueue, StaticSummary: summary,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		}, workflow, in)
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			return nil
+		}
+		return err
+	})
 }
 
 // runFile is the run's document as `starter run start` takes it.
@@ -367,20 +371,7 @@ func (d *driver) startRun(ctx context.Context, r soak.RunSpec) error {
 		det["budgetUsd"] = strconv.FormatFloat(r.Budget.LimitUSD, 'f', 2, 64)
 		det["budgetAction"] = r.Budget.Action
 	}
-	err = retry(ctx, "start run "+r.Slug, func(ctx context.Context) error {
-		_, err := d.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: runapi.WorkflowID(r.Slug), TaskQueue: taskapi.DefaultTaskQueue,
-			StaticSummary:            "soak run " + r.Slug,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, runapi.RunWorkflowName, in)
-		var started *serviceerror.WorkflowExecutionAlreadyStarted
-		if errors.As(err, &started) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
+	if err := d.startOnce(ctx, runapi.WorkflowID(r.Slug), "soak run "+r.Slug, runapi.RunWorkflowName, in); err != nil {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecRunStart, Run: r.Slug, Details: det})
