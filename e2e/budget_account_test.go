@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
@@ -62,11 +63,14 @@ func TestTaskBudgetPauseOutlastsItsAccountsPauseAndResume(t *testing.T) {
 
 	bin, err := devenv.Binary("starter")
 	require.NoError(t, err)
+	noticesBefore := accountNotices(t, r, "BA1")
 	out, err := exec.Command(bin, "-address", r.Server.Addr, "-task-queue", r.Queue, "account", "resume", "-account", account, "-reason", "limit raised").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	// The resume reaches the member at once; a task it resumed would be
-	// running by now.
-	time.Sleep(2 * time.Second)
+	// Wait for the account's resume notice to reach the task (its
+	// history counts one more account signal), then look: a task it
+	// resumed would be running.
+	require.Eventually(t, func() bool { return accountNotices(t, r, "BA1") > noticesBefore }, 60*time.Second, 100*time.Millisecond,
+		"the account's resume must reach the task")
 	budgetPaused()
 	require.Empty(t, r.LiveConductors(), "no conductor runs while the budget pauses the task")
 
@@ -78,4 +82,20 @@ func TestTaskBudgetPauseOutlastsItsAccountsPauseAndResume(t *testing.T) {
 	require.Equal(t, 1, phaseStarts(r, "BA1", res.PlanName)["implement"])
 	keepTaskHistory(t, r, "BA1", "PAUSE_WRITE_HISTORY", "pause-budget-account.json")
 	keepTaskHistory(t, r, "BA2", "PAUSE_WRITE_HISTORY", "pause-own-limit.json")
+}
+
+// accountNotices counts the account's notices the task's workflow has
+// received so far.
+func accountNotices(t *testing.T, r *testrig.Rig, taskID string) int {
+	t.Helper()
+	it := r.Client.GetWorkflowHistory(context.Background(), taskapi.WorkflowID(taskID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == accountapi.SignalNotice {
+			n++
+		}
+	}
+	return n
 }
