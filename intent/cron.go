@@ -148,9 +148,18 @@ func (c *Cron) parseEvery(s string) error {
 	if c.every < time.Second {
 		return fmt.Errorf("@every: interval %s is under a second", c.every)
 	}
+	// Fire times are kept to the second (Matches truncates to one), so
+	// a fraction would name times that no check recognizes as the
+	// intent's own.
+	if c.every%time.Second != 0 {
+		return fmt.Errorf("@every: interval %s is not a whole number of seconds", c.every)
+	}
 	if hasOffset {
 		if c.offset, err = parseInterval(offset); err != nil {
 			return fmt.Errorf("@every: offset: %v", err)
+		}
+		if c.offset%time.Second != 0 {
+			return fmt.Errorf("@every: offset %s is not a whole number of seconds", c.offset)
 		}
 		if c.offset >= c.every {
 			return fmt.Errorf("@every: offset %s must be shorter than the interval %s", c.offset, c.every)

@@ -38,6 +38,8 @@ func TestParseCronErrorsNameTheField(t *testing.T) {
 		"@every":                  "missing interval",
 		"@every soon":             "not a duration",
 		"@every 500ms":            "under a second",
+		"@every 1s.1s":            "whole number of seconds",
+		"@every 90s/1500ms":       "whole number of seconds",
 		"@every 1h/2h":            "offset 2h0m0s must be shorter than the interval",
 		"CRON_TZ=UTC * * * * *":   "time zone",
 		"0 9 * * * # mornings":    "comments",
