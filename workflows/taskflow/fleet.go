@@ -179,4 +179,5 @@ func (r *taskRun) leaveHost() {
 	r.notifyHostLost(a.Host, fmt.Sprintf("host %s lost while its conductor was being stopped", a.Host))
 	a.Conductor = nil
 	a.SinkAhead = true
+	a.ConductorLeft = true
 }

@@ -213,9 +213,13 @@ func TestAbortWithTheHostGoneEndsAborted(t *testing.T) {
 		name     string
 		fails    func(typ string) bool
 		attempts []string
+		// left: which attempts say their conductor was left running,
+		// out of reach, so that what they delivered may fall short of
+		// what their conductor went on to do.
+		left []bool
 	}{
-		{"the stop finds it gone", func(typ string) bool { return typ == "AbortConductor" }, []string{taskapi.EndedAborted}},
-		{"everything finds it gone", func(string) bool { return true }, []string{taskapi.EndedHostLost, taskapi.EndedAborted}},
+		{"the stop finds it gone", func(typ string) bool { return typ == "AbortConductor" }, []string{taskapi.EndedAborted}, []bool{true}},
+		{"everything finds it gone", func(string) bool { return true }, []string{taskapi.EndedHostLost, taskapi.EndedAborted}, []bool{false, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := newEnv(t)
@@ -245,10 +249,13 @@ func TestAbortWithTheHostGoneEndsAborted(t *testing.T) {
 			require.NoError(t, env.GetWorkflowResult(&res))
 			require.Equal(t, "Plan aborted by user", res.Outcome.LastError)
 			var ended []string
+			var left []bool
 			for _, a := range res.Attempts {
 				ended = append(ended, a.Ended)
+				left = append(left, a.ConductorLeft)
 			}
 			require.Equal(t, tc.attempts, ended)
+			require.Equal(t, tc.left, left)
 			require.Equal(t, 1, f.starts, "no second conductor")
 			require.Zero(t, f.aborts, "no stop reached the lost host")
 			require.Equal(t, mapping.TaskBlocked, f.statuses[len(f.statuses)-1].Status)

@@ -104,6 +104,9 @@ type Attempt struct {
 	// have sent patches past the checkpoint; the settling patch starts from
 	// what the sink holds (deliver.go, catchUp).
 	SinkAhead bool `json:"sinkAhead,omitempty"`
+	// ConductorLeft: the conductor could not be stopped or drained because
+	// its host took no activity within the grace (leaveHost).
+	ConductorLeft bool `json:"conductorLeft,omitempty"`
 	// Host runs the attempt's conductor: its activities go to that host's
 	// queue (fleet.go). Empty before the attempt started, or when it was
 	// started by a worker without a host.
@@ -149,6 +152,7 @@ func (a Attempt) summary(ended, lastError string, at time.Time) taskapi.AttemptS
 		Attempt: a.N, PlanName: a.PlanName(), Ended: ended, LastError: lastError,
 		StartedAt: a.StartedAt, EndedAt: at, Events: a.Events,
 		Phases: len(a.Brief.PhaseOrder), CompletedPhases: b.CompletedPhases, Host: a.Host,
+		ConductorLeft: a.ConductorLeft,
 	}
 	// What the attempt cost, also when it did not complete: the plan's
 	// total once reported, else the phases' costs.

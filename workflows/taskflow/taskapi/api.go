@@ -396,6 +396,13 @@ type AttemptSummary struct {
 	// Host is the host that ran the attempt's conductor, empty when none
 	// was named.
 	Host string `json:"host,omitempty"`
+	// ConductorLeft: the attempt ended (aborted, out of budget, timed
+	// out) while its host took no activity within the grace, so its
+	// conductor could be neither stopped nor read to its end. It may run
+	// on until its host's fence stops it: what the attempt's events and
+	// cost say is what was delivered before, and its state.json may say
+	// more.
+	ConductorLeft bool `json:"conductorLeft,omitempty"`
 }
 
 // Status answers the status query.
