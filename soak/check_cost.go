@@ -172,6 +172,7 @@ func CheckCostsAgree(o *Observed, c Config) []Violation {
 		if t.Workflow == nil || !t.Workflow.Closed {
 			continue
 		}
+		lost := unreached(t)
 		plans := map[string]*PlanObs{}
 		for i := range t.Plans {
 			plans[t.Plans[i].Name] = &t.Plans[i]
@@ -189,16 +190,6 @@ func CheckCostsAgree(o *Observed, c Config) []Violation {
 			for _, s := range j.Steps {
 				stepSum += s.CostUSD
 				steps = append(steps, fmt.Sprintf("%s %s/%d tries", s.Phase, usd(s.CostUSD), s.Tries))
-			}
-			// A conductor whose host was given up runs on, out of reach,
-			// until its host's fence stops it: the view knows what its
-			// attempt spent until then, state.json what it spent in all.
-			// So a lost attempt's total bounds the view from above only.
-			lost := map[string]bool{}
-			for _, a := range t.Workflow.Attempts {
-				if a.Ended == "host-lost" {
-					lost[a.PlanName] = true
-				}
 			}
 			var stateSum, lostSum float64
 			var states []string
@@ -220,7 +211,7 @@ func CheckCostsAgree(o *Observed, c Config) []Violation {
 					"job view steps add up to %s (%s) but state.json of its attempts adds up to %s (%s)",
 					usd(stepSum), strings.Join(steps, ", "), usd(stateSum), strings.Join(states, ", ")))
 			}
-			if len(j.Attempts) == 1 && t.Brief != nil && t.Brief.PlanName == j.Attempts[0] {
+			if len(j.Attempts) == 1 && t.Brief != nil && t.Brief.PlanName == j.Attempts[0] && !lost[j.Attempts[0]] {
 				for _, s := range j.Steps {
 					if b := t.Brief.ByPhase[s.Phase]; !near(s.CostUSD, b, c.CostTolerance) {
 						out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
@@ -232,12 +223,36 @@ func CheckCostsAgree(o *Observed, c Config) []Violation {
 		}
 		if b := t.Brief; b != nil && b.PlanName != "" {
 			if p := plans[b.PlanName]; p != nil && p.State != nil {
-				if bt := deref(b.TotalUSD); !near(bt, p.State.TotalCostUSD, c.CostTolerance) {
+				bt, st := deref(b.TotalUSD), p.State.TotalCostUSD
+				agree := near(bt, st, c.CostTolerance)
+				if lost[b.PlanName] {
+					agree = bt <= st+c.CostTolerance
+				}
+				if !agree {
 					out = append(out, violation(InvCostsAgree, t.ID, time.Time{},
 						"the brief's cost.total_usd is %s but state.json of its attempt (plan %s) says %s",
 						usd(bt), b.PlanName, usd(p.State.TotalCostUSD)))
 				}
 			}
+		}
+	}
+	return out
+}
+
+// unreached names the attempts whose conductor ran on out of the
+// workflow's reach: given up with its host, or left running when the
+// stop found its host taking nothing. Such a conductor goes on until its
+// host's fence stops it, so the workflow knows what the attempt did
+// until then and state.json what it did in all: the attempt's state.json
+// bounds what the brief and the view say from above only.
+func unreached(t TaskObs) map[string]bool {
+	out := map[string]bool{}
+	if t.Workflow == nil {
+		return out
+	}
+	for _, a := range t.Workflow.Attempts {
+		if a.Ended == "host-lost" || a.ConductorLeft {
+			out[a.PlanName] = true
 		}
 	}
 	return out

@@ -130,6 +130,49 @@ func TestCheckCostsAgree(t *testing.T) {
 			}()}},
 			want: []want{{InvCostsAgree, "a", []string{"job view steps add up to $1.02", "state.json of its attempts adds up to $2.88"}}},
 		},
+		{
+			// A spent blocking budget stopped the conductor, but its host
+			// took no activity within the grace: the attempt ended
+			// blocked with what it had delivered ($0.42 of implement),
+			// its conductor ran on to the end of its plan.
+			name: "a conductor left behind by the attempt's stop spent on",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Workflow.Outcome = "blocked"
+				t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "blocked", ConductorLeft: true}}
+				t.Brief.TotalUSD, t.Brief.ByPhase = f(0.42), map[string]float64{"implement": 0.42}
+				t.Job.Steps = []JobStep{{Phase: "implement", Tries: 1, CostUSD: 0.42}, {Phase: "test"}, {Phase: "docs"}}
+				return t
+			}()}},
+		},
+		{
+			// Without that record the same shortfall is a cost lost.
+			name: "the same shortfall from an attempt that was not left",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Workflow.Outcome = "blocked"
+				t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "blocked"}}
+				t.Brief.TotalUSD, t.Brief.ByPhase = f(0.42), map[string]float64{"implement": 0.42}
+				t.Job.Steps = []JobStep{{Phase: "implement", Tries: 1, CostUSD: 0.42}, {Phase: "test"}, {Phase: "docs"}}
+				return t
+			}()}},
+			want: []want{
+				{InvCostsAgree, "a", []string{"job view steps add up to $0.42", "adds up to $1.44"}},
+				{InvCostsAgree, "a", []string{"the brief's cost.total_usd is $0.42", "says $1.44"}},
+			},
+		},
+		{
+			// A left conductor bounds the brief from above only: a brief
+			// that says more than its conductor spent is still wrong.
+			name: "a left attempt's brief above its state.json",
+			o: Observed{Tasks: []TaskObs{func() TaskObs {
+				t := good()
+				t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "blocked", ConductorLeft: true}}
+				t.Brief.TotalUSD = f(2)
+				return t
+			}()}},
+			want: []want{{InvCostsAgree, "a", []string{"the brief's cost.total_usd is $2"}}},
+		},
 		{name: "a task still running is not judged", o: Observed{Tasks: []TaskObs{func() TaskObs {
 			t := good()
 			t.Workflow.Closed = false

@@ -134,6 +134,10 @@ func TestCheckBriefLogMatchesEvents(t *testing.T) {
 			Brief: &Brief{PlanName: planA1, Log: log},
 			Plans: []PlanObs{{Name: "karvi-a-r1-other", Events: events[:1]}, {Name: planA1, Events: events, Malformed: 1}}}
 	}
+	left := func(t TaskObs) TaskObs {
+		t.Workflow.Attempts = []AttemptSummary{{Attempt: 1, PlanName: planA1, Ended: "aborted", ConductorLeft: true}}
+		return t
+	}
 	drop := func(l []LogEntry, i int) []LogEntry {
 		return append(append([]LogEntry{}, l[:i]...), l[i+1:]...)
 	}
@@ -164,6 +168,14 @@ func TestCheckBriefLogMatchesEvents(t *testing.T) {
 			l[4].Detail = "docs"
 			return l
 		}(), events)}}, want: []want{{InvBriefLogMatchesEvents, "a", []string{"entry 4 differs"}}}},
+		// An attempt that left its conductor behind (its host took no
+		// stop within the grace) delivered a prefix of its events: its
+		// conductor wrote on.
+		{name: "a left conductor wrote on", o: Observed{Tasks: []TaskObs{left(task(log[:4], events))}}},
+		{name: "a left conductor's log still differs", o: Observed{Tasks: []TaskObs{left(task(drop(log, 3), events))}},
+			want: []want{{InvBriefLogMatchesEvents, "a", []string{"entry 3 differs"}}}},
+		{name: "a left conductor's log has an extra entry", o: Observed{Tasks: []TaskObs{left(task(append(append([]LogEntry{}, log...), log[4]), events))}},
+			want: []want{{InvBriefLogMatchesEvents, "a", []string{"first extra log entry"}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { expect(t, CheckBriefLogMatchesEvents(&tc.o, Config{}), tc.want...) })

@@ -176,6 +176,9 @@ type AttemptSummary struct {
 	LastError string    `json:"lastError,omitempty"`
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	EndedAt   time.Time `json:"endedAt,omitzero"`
+	// ConductorLeft: the attempt ended while its conductor's host took no
+	// stop, so the conductor may have gone on past what was delivered.
+	ConductorLeft bool `json:"conductorLeft,omitempty"`
 }
 
 // JobObs is a task's job view (the job query): its steps' costs over the

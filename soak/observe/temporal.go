@@ -162,7 +162,7 @@ func attemptsOf(as []taskapi.AttemptSummary) []soak.AttemptSummary {
 	out := make([]soak.AttemptSummary, 0, len(as))
 	for _, a := range as {
 		out = append(out, soak.AttemptSummary{Attempt: a.Attempt, PlanName: a.PlanName, Ended: a.Ended,
-			LastError: a.LastError, StartedAt: a.StartedAt, EndedAt: a.EndedAt})
+			LastError: a.LastError, StartedAt: a.StartedAt, EndedAt: a.EndedAt, ConductorLeft: a.ConductorLeft})
 	}
 	return out
 }
