@@ -55,7 +55,7 @@ unit:
 # timeout is told from a finding).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh ./mapping/ ./mapping/redact/ ./runplan/ ./runstatus/ \
-	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/ ./soak/
+	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/ ./soak/ ./traces/
 
 # The main job end to end: a local dev server, the worker with the conductor
 # simulator and the file brief sink, the sample dispatch followed to its end.
