@@ -18,7 +18,9 @@ import (
 
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/internal/timescale"
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/mapping"
+	"karvi-edda-temporal/traces"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -78,6 +80,8 @@ type env struct {
 	stdout io.Writer
 	cl     client.Client
 	queue  string
+	// tracing is on when the OTEL_* environment asks (nil otherwise).
+	tracing *tracing.Tracing
 }
 
 // client dials Temporal as the connection flags say, once.
@@ -87,6 +91,10 @@ func (e *env) client() (client.Client, error) {
 	}
 	conn, err := temporalconn.Load(e.inv.conn)
 	if err != nil {
+		return nil, err
+	}
+	// A start begins its task's or run's trace (docs/traces.md).
+	if e.tracing, err = tracing.Setup(e.ctx, &conn.Options); err != nil {
 		return nil, err
 	}
 	cl, err := conn.Dial(e.ctx, temporalconn.ErrorLogger(os.Stderr))
@@ -100,6 +108,11 @@ func (e *env) client() (client.Client, error) {
 func (e *env) close() {
 	if e.cl != nil {
 		e.cl.Close()
+	}
+	if e.tracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.tracing.Shutdown(ctx) // the start's span: best effort, the start itself succeeded
 	}
 }
 
@@ -197,6 +210,7 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.T
 			in.Dispatch.TaskID, id, prev.runID, prev.status, prev.attemptWords())
 	}
 	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
+	ctx = tracing.WithRoot(ctx, traces.ForTask(in.Dispatch.TaskID, in.Dispatch.PlanID))
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		StaticSummary:                            summary,

@@ -11,8 +11,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/traces"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
@@ -39,6 +41,7 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
 		Budget: budget, Pool: inv.opts.pool, Tuning: taskapi.WithScale(nil, scale)}
 	id := runapi.WorkflowID(r.Slug)
+	ctx = tracing.WithRoot(ctx, traces.ForRun(r.Slug))
 	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                taskQueue,

@@ -105,6 +105,11 @@ func run(c config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	spans, stopTracing, err := setupTracing(ctx, &conn, eventsDir, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cl, err := conn.Dial(ctx, sdklog.NewStructuredLogger(logger))
 	if err != nil {
 		return err
@@ -182,7 +187,7 @@ func run(c config) error {
 		Scale:         c.timeScale,
 	}
 	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
-	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts, Traces: spans}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})

@@ -16,8 +16,10 @@ import (
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/timescale"
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/traces"
 	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/runflow/runapi"
@@ -151,6 +153,8 @@ func (a *Activities) launch(ctx context.Context, in intakeapi.ApplyInput, attemp
 	if keyed(in.Owner, act.Key) {
 		memo[MemoClaim] = claimMark(in.Owner, act.Key)
 	}
+	// The claim begins the task's trace (docs/traces.md).
+	ctx = tracing.WithRoot(ctx, traces.ForTask(act.TaskID, act.Dispatch.PlanID))
 	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                in.TaskQueue,
@@ -496,6 +500,9 @@ func (a *Activities) startRun(ctx context.Context, in intakeapi.ApplyInput) (int
 	}
 	if keyed(in.Owner, act.Key) {
 		opts.Memo = map[string]any{MemoClaim: claimMark(in.Owner, act.Key)}
+	}
+	if slug, ok := strings.CutPrefix(act.WorkflowID, runapi.WorkflowID("")); ok {
+		ctx = tracing.WithRoot(ctx, traces.ForRun(slug))
 	}
 	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue, Tuning: a.tuning(in)})
 	var started *serviceerror.WorkflowExecutionAlreadyStarted

@@ -15,9 +15,11 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/timescale"
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/traces"
 	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
@@ -167,6 +169,7 @@ func (a *Activities) start(ctx context.Context, req StartTargetRequest, id strin
 		}
 		summary, details := taskapi.StartSummary(d, attempt)
 		opts.StaticSummary, opts.StaticDetails = summary, details+by
+		ctx = tracing.WithRoot(ctx, traces.ForTask(d.TaskID, d.PlanID)) // the fire begins the task's trace
 		name, in = taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: taskapi.WithScale(nil, a.Scale)}
 	case intent.TargetRun:
 		r, err := runplan.Parse(req.Target.Data)
@@ -175,6 +178,7 @@ func (a *Activities) start(ctx context.Context, req StartTargetRequest, id strin
 		}
 		opts.StaticSummary = fmt.Sprintf("Run %s: %s (%d tasks)", r.Slug, r.Title, len(r.Tasks))
 		opts.StaticDetails = fmt.Sprintf("**%s**\n\n%d tasks, concurrency %d", r.Title, len(r.Tasks), r.Concurrency) + by
+		ctx = tracing.WithRoot(ctx, traces.ForRun(r.Slug))
 		name, in, attempt = runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(req.Target.Data), Tuning: taskapi.WithScale(nil, a.Scale)}, 0
 	}
 	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, name, in)
