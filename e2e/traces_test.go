@@ -1,0 +1,182 @@
+//go:build realserver
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"karvi-edda-temporal/testkit/devenv"
+	"karvi-edda-temporal/testkit/jaeger"
+	"karvi-edda-temporal/testkit/testrig"
+	"karvi-edda-temporal/testkit/wait"
+	"karvi-edda-temporal/traces"
+	"karvi-edda-temporal/workflows/taskflow/taskapi"
+)
+
+// A task traced into a real Jaeger, its worker SIGKILLed in the middle of
+// a phase and started again: the trace, read back through Jaeger's HTTP
+// API, is one trace that begins at the starter's start, holds the task,
+// its attempt, every phase attempt (the check that failed once too) and
+// under each the agent's tool calls, each span once, and its phases' costs
+// add up to the brief's total.
+func TestTraceInJaeger(t *testing.T) {
+	ctx := context.Background()
+	j, err := jaeger.Start(ctx, filepath.Join(t.TempDir(), "jaeger.log"))
+	require.NoError(t, err)
+	t.Cleanup(j.Stop)
+	service := fmt.Sprintf("karvi-e2e-%d", time.Now().UnixNano())
+	r := testrig.New(t, testrig.Options{Env: j.Env(service)})
+	r.Workspace("T5")
+	d := testrig.Dispatch(t, "T5", "Add user authentication with JWT. "+testrig.ExampleCosts+
+		" [sim tools=3] [sim phase=test fail=1 delay=2s]")
+	id := traces.ForTask(d.TaskID, d.PlanID)
+
+	// The starter, traced like the worker, begins the trace.
+	starter, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	path := filepath.Join(r.Dir, "t5.json")
+	require.NoError(t, os.WriteFile(path, testrig.MustJSON(t, d), 0o644))
+	cmd := exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, path)
+	cmd.Env = append(os.Environ(), j.Env(service)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	r.Track(taskapi.WorkflowID("T5"))
+	run := r.Client.GetWorkflow(ctx, taskapi.WorkflowID("T5"), "")
+
+	r.WaitPhase("T5", "test")
+	require.NoError(t, r.KillWorker())
+	time.Sleep(500 * time.Millisecond) // the conductor writes on while no worker runs
+	r.StartWorker()
+
+	res := r.Result(run)
+	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
+	brief := r.FileBrief("T5")
+	total := brief["cost"].(map[string]any)["total_usd"].(float64)
+
+	// Phase attempts: implement, test (failed its check), test, docs;
+	// each agent made 3 tool calls.
+	const phaseAttempts, tools = 4, 3
+	var tr *jaeger.Trace
+	wait.EventuallyEvery(t, 60*time.Second, 250*time.Millisecond, "the task's trace in Jaeger, whole", func() (any, bool) {
+		got, err := j.Trace(ctx, id.TraceID().String())
+		if err != nil || got == nil {
+			return err, false
+		}
+		tr = got
+		var agents, toolCalls, starts int
+		root := false
+		for _, s := range got.Spans {
+			switch {
+			case strings.HasPrefix(s.OperationName, "invoke_agent "):
+				agents++
+			case strings.HasPrefix(s.OperationName, "execute_tool "):
+				toolCalls++
+			case s.OperationName == "StartWorkflow:"+taskapi.TaskWorkflowName:
+				starts++
+			}
+			root = root || s.SpanID == id.RootSpanID().String()
+		}
+		return fmt.Sprintf("%d spans: %d agents, %d tool calls, %d starts, root %v", len(got.Spans), agents, toolCalls, starts, root),
+			root && agents >= phaseAttempts && toolCalls >= phaseAttempts*tools && starts >= 1
+	})
+
+	// One trace of this task among the service's.
+	all, err := j.Traces(ctx, service)
+	require.NoError(t, err)
+	var mine []string
+	for _, x := range all {
+		for _, s := range x.Spans {
+			if s.Tag(traces.AttrTaskID) == "T5" || s.Tag("temporalWorkflowID") == taskapi.WorkflowID("T5") {
+				mine = append(mine, x.TraceID)
+				break
+			}
+		}
+	}
+	require.Equal(t, []string{id.TraceID().String()}, mine, "the task's spans are in one trace")
+
+	// Every span once.
+	byID := map[string]jaeger.Span{}
+	for _, s := range tr.Spans {
+		_, dup := byID[s.SpanID]
+		require.False(t, dup, "span %s (%s) exported twice", s.SpanID, s.OperationName)
+		byID[s.SpanID] = s
+	}
+
+	// The tree: task, attempt, phase attempts, tool and model calls.
+	task := byID[id.RootSpanID().String()]
+	require.Equal(t, "task T5", task.OperationName)
+	require.Empty(t, task.Parent(), "the task is the trace's root")
+	attempt, ok := byID[id.AttemptSpanID(1).String()]
+	require.True(t, ok, "attempt 1's span")
+	require.Equal(t, task.SpanID, attempt.Parent())
+
+	var phases []string
+	var phaseCost float64
+	toolIDs := map[string]bool{}
+	for _, s := range tr.Spans {
+		if s.Tag(traces.AttrOperation) != traces.OpInvokeAgent {
+			continue
+		}
+		require.Equal(t, attempt.SpanID, s.Parent(), "phase span %s under the attempt", s.OperationName)
+		phases = append(phases, fmt.Sprintf("%s/%v/%s", s.Tag(traces.AttrPhase), s.Tag(traces.AttrPhaseAttempt), s.Tag(traces.AttrPhaseOutcome)))
+		phaseCost += s.Tag(traces.AttrCostUSD).(float64)
+		if s.Tag(traces.AttrPhaseOutcome) == "failed" {
+			require.Equal(t, "check_failed", s.Tag(traces.AttrErrorType))
+			require.Equal(t, true, s.Tag("error"), "a failed phase's span is an error")
+		}
+		var calls int
+		for _, c := range tr.Spans {
+			if c.Parent() != s.SpanID || c.Tag(traces.AttrOperation) != traces.OpExecuteTool {
+				continue
+			}
+			calls++
+			callID := c.Tag(traces.AttrToolCallID).(string)
+			require.False(t, toolIDs[callID], "tool call %s twice", callID)
+			toolIDs[callID] = true
+			require.Equal(t, s.Tag(traces.AttrPhase), c.Tag(traces.AttrPhase), "a tool call hangs under its own phase")
+			require.NotEmpty(t, c.Tag(traces.AttrToolName))
+		}
+		require.Equal(t, tools, calls, "tool calls of %s", s.OperationName)
+	}
+	slices.Sort(phases)
+	require.Equal(t, []string{"docs/1/passed", "implement/1/passed", "test/1/failed", "test/2/passed"}, phases)
+	require.Len(t, toolIDs, phaseAttempts*tools)
+	require.InDelta(t, total, phaseCost, 1e-9, "the phase attempts' costs add up to the brief's total")
+	if c, ok := task.Tag(traces.AttrCostUSD).(float64); ok {
+		require.InDelta(t, total, c, 1e-9, "the task's cost is the brief's total")
+	}
+
+	// Temporal's spans are in the same trace: the start under the task's
+	// root, the workflow and its deliveries after it.
+	var start *jaeger.Span
+	ops := map[string]int{}
+	for i, s := range tr.Spans {
+		ops[s.OperationName]++
+		if s.OperationName == "StartWorkflow:"+taskapi.TaskWorkflowName {
+			start = &tr.Spans[i]
+		}
+	}
+	require.NotNil(t, start, "the starter's span: %v", ops)
+	require.Equal(t, task.SpanID, start.Parent(), "the start hangs under the task's root")
+	require.Positive(t, ops["RunWorkflow:"+taskapi.TaskWorkflowName], "the workflow's span: %v", ops)
+	require.Positive(t, ops["RunActivity:DeliverEvents"], "the deliveries' spans: %v", ops)
+
+	// Every span of the runtime's own hangs under one in the trace.
+	for _, s := range tr.Spans {
+		if s.Tag(traces.AttrTaskID) == nil || s.SpanID == task.SpanID {
+			continue
+		}
+		_, ok := byID[s.Parent()]
+		require.True(t, ok, "span %s (%s) has no parent in the trace", s.SpanID, s.OperationName)
+	}
+}
