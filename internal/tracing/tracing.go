@@ -90,11 +90,15 @@ func FromEnv(ctx context.Context) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newTracing(exp, res, sampler), nil
+}
+
+func newTracing(exp sdktrace.SpanExporter, res *resource.Resource, sampler sdktrace.Sampler) *Tracing {
 	t := &Tracing{exporter: exp, res: res, sampler: sampler,
 		scope: instrumentation.Scope{Name: "karvi-edda-temporal/traces"}}
 	t.provider = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler))
-	return t, nil
+	return t
 }
 
 func newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
