@@ -45,7 +45,7 @@ type simSpec struct {
 	// Tools is how many tool calls (a tool_use and its tool_result each)
 	// a finished attempt's transcript shows before its closing text.
 	Tools int
-	Child       bool
+	Child bool
 	// Orphan: the agent (a child process) leaves a process of its own
 	// running when it ends, as an agent's background job does.
 	Orphan bool
