@@ -42,10 +42,8 @@ type simSpec struct {
 	Error       string
 	Checks      string // real|pass|fail
 	Events      int
-	// Tools is how many tool calls (a tool_use and its tool_result each)
-	// a finished attempt's transcript shows before its closing text.
-	Tools int
-	Child bool
+	Tools       int // tool calls (tool_use and tool_result) in a finished attempt's transcript
+	Child       bool
 	// Orphan: the agent (a child process) leaves a process of its own
 	// running when it ends, as an agent's background job does.
 	Orphan bool
