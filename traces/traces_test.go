@@ -217,7 +217,7 @@ func TestPhaseSpans(t *testing.T) {
 		AttrConversationID: attribute.StringValue("0f1e2d3c-aaaa-bbbb-cccc-000000000000"),
 	} {
 		if got, ok := attr(ph.Attrs, key); !ok || got != want {
-			t.Errorf("phase %s = %v, want %v", key, got.Emit(), want.Emit())
+			t.Errorf("phase %s = %v, want %v", key, got.String(), want.String())
 		}
 	}
 	var tools, turns int
@@ -244,7 +244,7 @@ func TestPhaseSpans(t *testing.T) {
 		t.Errorf("the failed tool call: %q %v", bash.Name, bash.Status)
 	}
 	if v, _ := attr(bash.Attrs, AttrToolCallID); v.AsString() != "toolu_02" {
-		t.Errorf("tool call id %v", v.Emit())
+		t.Errorf("tool call id %v", v.String())
 	}
 	if len(ph.Events) != 2 || ph.Events[0].Name != "check" || ph.Events[1].Name != "rate_limit" {
 		t.Errorf("phase events %+v", ph.Events)
@@ -265,7 +265,7 @@ func TestPhaseSpansWithoutTranscript(t *testing.T) {
 		t.Errorf("status %v %q", s.Status, s.StatusMsg)
 	}
 	if v, _ := attr(s.Attrs, AttrErrorType); v.AsString() != "check_failed" {
-		t.Errorf("error.type %v", v.Emit())
+		t.Errorf("error.type %v", v.String())
 	}
 	if len(s.Events) != 1 || s.Events[0].Name != "check" {
 		t.Errorf("events %+v", s.Events)
@@ -354,7 +354,7 @@ func TestStreamSpans(t *testing.T) {
 		t.Errorf("task span: %+v", task)
 	}
 	if v, _ := attr(task.Attrs, AttrCostUSD); v.AsFloat64() != 0.75 {
-		t.Errorf("the task's cost is %v, want its attempts' 0.75", v.Emit())
+		t.Errorf("the task's cost is %v, want its attempts' 0.75", v.String())
 	}
 	if got[1].Status != codes.Ok {
 		t.Errorf("attempt 2: %v", got[1].Status)
