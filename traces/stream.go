@@ -202,3 +202,57 @@ func firstOf(s ...string) string {
 	}
 	return ""
 }
+
+// RunSpans makes the run's span once its stream (canonical.RunIDForRun)
+// shows its end (complete or partial); none before. The run's own pauses,
+// resumes and budget notes are its events; its tasks have spans of their
+// own, from their own streams.
+func RunSpans(slug string, evs []canonical.Event) []Span {
+	id := ForRun(slug)
+	var run *Span
+	waiting := false
+	for _, ev := range evs {
+		if ev.AgentID != canonical.RunAgent {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ev.TS)
+		if err != nil {
+			continue
+		}
+		var p stepPayload
+		_ = json.Unmarshal(ev.Payload, &p)
+		if run == nil {
+			run = &Span{TraceID: id.TraceID(), SpanID: id.RootSpanID(), Name: "run " + slug,
+				Kind: trace.SpanKindInternal, Start: at, Attrs: []attribute.KeyValue{attribute.String(AttrRunSlug, slug)}}
+		}
+		switch {
+		case ev.Type == canonical.TypeTaskDone:
+			run.End = at
+			outcome := "complete"
+			if p.Result == "partial" {
+				outcome = "partial"
+				run.Status, run.StatusMsg = codes.Error, firstOf(p.Summary, "some tasks did not complete")
+			} else {
+				run.Status = codes.Ok
+			}
+			run.Attrs = append(run.Attrs, attribute.String(AttrOutcome, outcome))
+			return []Span{*run}
+		case ev.State == canonical.StateWaiting && !waiting:
+			waiting = true
+			run.Events = append(run.Events, Event{Name: "paused", Time: at, Attrs: msgAttrs(firstOf(p.Reason, p.Message))})
+		case ev.State == canonical.StateRunning && waiting && ev.Type == canonical.TypeStateChange:
+			waiting = false
+			run.Events = append(run.Events, Event{Name: "resumed", Time: at})
+		case ev.Type == canonical.TypeMessage:
+			run.Events = append(run.Events, Event{Name: firstOf(p.SourceType, "message"), Time: at, Attrs: msgAttrs(p.Message)})
+		}
+	}
+	return nil
+}
+
+func msgAttrs(msg string) []attribute.KeyValue {
+	if msg == "" {
+		return nil
+	}
+	return []attribute.KeyValue{attribute.String(AttrMessage, msg)}
+}

@@ -378,3 +378,42 @@ func TestStreamSpansRoundTrip(t *testing.T) {
 		t.Error("a task that has not ended has a span")
 	}
 }
+
+func TestRunSpans(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	ctx := canonical.StepContext{RunID: canonical.RunIDForRun("profiles"), TaskID: "profiles", Source: "temporal://default/workflows/karvi-run-profiles/r1"}
+	rs := func(seq int, s canonical.RunStep) canonical.Event {
+		s.Seq, s.TS = seq, t0.Add(time.Duration(seq)*time.Second)
+		return canonical.FromRunStep(s, ctx)
+	}
+	evs := []canonical.Event{
+		rs(1, canonical.RunStep{To: "active"}),
+		rs(2, canonical.RunStep{Task: "api", To: "queued"}),
+		rs(3, canonical.RunStep{From: "active", To: "paused", Reason: "paused by a person"}),
+		rs(4, canonical.RunStep{From: "paused", To: "active"}),
+		rs(5, canonical.RunStep{To: "budget", Reason: "Budget warning: $8 spent of $10 (80%)"}),
+	}
+	if got := RunSpans("profiles", evs); got != nil {
+		t.Fatalf("a run not ended has a span: %+v", got)
+	}
+	evs = append(evs, rs(6, canonical.RunStep{From: "active", To: "partial", Reason: "1 task failed"}))
+	got := RunSpans("profiles", evs)
+	if len(got) != 1 {
+		t.Fatalf("%d spans", len(got))
+	}
+	run := got[0]
+	id := ForRun("profiles")
+	if run.SpanID != id.RootSpanID() || run.TraceID != id.TraceID() || run.Parent.IsValid() {
+		t.Errorf("the run's span is not its trace's root: %+v", run)
+	}
+	if !run.Start.Equal(t0.Add(time.Second)) || !run.End.Equal(t0.Add(6*time.Second)) || run.Status != codes.Error {
+		t.Errorf("run span %v to %v, status %v", run.Start, run.End, run.Status)
+	}
+	var names []string
+	for _, e := range run.Events {
+		names = append(names, e.Name)
+	}
+	if strings.Join(names, ",") != "paused,resumed,budget" {
+		t.Errorf("run events %v", names)
+	}
+}

@@ -189,7 +189,7 @@ func run(c config) error {
 	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
 	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts, Traces: spans}
 	w.RegisterActivity(acts)
-	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
+	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl, Traces: spans})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
 	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)
