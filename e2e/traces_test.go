@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,8 @@ import (
 // its attempt, every phase attempt (the check that failed once too) and
 // under each the agent's tool calls, each span once, and its phases' costs
 // add up to the brief's total.
+var traceTasks atomic.Int64
+
 func TestTraceInJaeger(t *testing.T) {
 	ctx := context.Background()
 	j, err := jaeger.Start(ctx, filepath.Join(t.TempDir(), "jaeger.log"))
@@ -36,31 +39,34 @@ func TestTraceInJaeger(t *testing.T) {
 	t.Cleanup(j.Stop)
 	service := fmt.Sprintf("karvi-e2e-%d", time.Now().UnixNano())
 	r := testrig.New(t, testrig.Options{Env: j.Env(service)})
-	r.Workspace("T5")
-	d := testrig.Dispatch(t, "T5", "Add user authentication with JWT. "+testrig.ExampleCosts+
+	// A task id of its own: a start of a task id whose workflow ran
+	// before (an earlier -count) is the task's next attempt.
+	task := fmt.Sprintf("TR%d", traceTasks.Add(1))
+	r.Workspace(task)
+	d := testrig.Dispatch(t, task, "Add user authentication with JWT. "+testrig.ExampleCosts+
 		" [sim tools=3] [sim phase=test fail=1 delay=2s]")
 	id := traces.ForTask(d.TaskID, d.PlanID)
 
 	// The starter, traced like the worker, begins the trace.
 	starter, err := devenv.Binary("starter")
 	require.NoError(t, err)
-	path := filepath.Join(r.Dir, "t5.json")
+	path := filepath.Join(r.Dir, "dispatch.json")
 	require.NoError(t, os.WriteFile(path, testrig.MustJSON(t, d), 0o644))
 	cmd := exec.Command(starter, "start", "-address", r.Server.Addr, "-task-queue", r.Queue, path)
 	cmd.Env = append(os.Environ(), j.Env(service)...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
-	r.Track(taskapi.WorkflowID("T5"))
-	run := r.Client.GetWorkflow(ctx, taskapi.WorkflowID("T5"), "")
+	r.Track(taskapi.WorkflowID(task))
+	run := r.Client.GetWorkflow(ctx, taskapi.WorkflowID(task), "")
 
-	r.WaitPhase("T5", "test")
+	r.WaitPhase(task, "test")
 	require.NoError(t, r.KillWorker())
 	time.Sleep(500 * time.Millisecond) // the conductor writes on while no worker runs
 	r.StartWorker()
 
 	res := r.Result(run)
 	require.EqualValues(t, "completed", res.Outcome.TaskStatus)
-	brief := r.FileBrief("T5")
+	brief := r.FileBrief(task)
 	total := brief["cost"].(map[string]any)["total_usd"].(float64)
 
 	// Phase attempts: implement, test (failed its check), test, docs;
@@ -73,7 +79,7 @@ func TestTraceInJaeger(t *testing.T) {
 			return err, false
 		}
 		tr = got
-		var agents, toolCalls, starts int
+		var agents, toolCalls, starts, workflows, deliveries int
 		root := false
 		for _, s := range got.Spans {
 			switch {
@@ -83,11 +89,17 @@ func TestTraceInJaeger(t *testing.T) {
 				toolCalls++
 			case s.OperationName == "StartWorkflow:"+taskapi.TaskWorkflowName:
 				starts++
+			case s.OperationName == "RunWorkflow:"+taskapi.TaskWorkflowName:
+				workflows++
+			case s.OperationName == "RunActivity:DeliverEvents":
+				deliveries++
 			}
 			root = root || s.SpanID == id.RootSpanID().String()
 		}
-		return fmt.Sprintf("%d spans: %d agents, %d tool calls, %d starts, root %v", len(got.Spans), agents, toolCalls, starts, root),
-			root && agents >= phaseAttempts && toolCalls >= phaseAttempts*tools && starts >= 1
+		// The worker's own Temporal spans leave in batches (every 5 s).
+		return fmt.Sprintf("%d spans: %d agents, %d tool calls, %d starts, %d workflows, %d deliveries, root %v",
+				len(got.Spans), agents, toolCalls, starts, workflows, deliveries, root),
+			root && agents >= phaseAttempts && toolCalls >= phaseAttempts*tools && starts >= 1 && workflows >= 1 && deliveries >= 1
 	})
 
 	// One trace of this task among the service's.
@@ -96,8 +108,13 @@ func TestTraceInJaeger(t *testing.T) {
 	var mine []string
 	for _, x := range all {
 		for _, s := range x.Spans {
-			if s.Tag(traces.AttrTaskID) == "T5" || s.Tag("temporalWorkflowID") == taskapi.WorkflowID("T5") {
+			if s.Tag(traces.AttrTaskID) == task || s.Tag("temporalWorkflowID") == taskapi.WorkflowID(task) {
 				mine = append(mine, x.TraceID)
+				if x.TraceID != id.TraceID().String() {
+					for _, s := range x.Spans {
+						t.Logf("another trace %s: %s (parent %q)", x.TraceID, s.OperationName, s.Parent())
+					}
+				}
 				break
 			}
 		}
@@ -113,12 +130,12 @@ func TestTraceInJaeger(t *testing.T) {
 	}
 
 	// The tree: task, attempt, phase attempts, tool and model calls.
-	task := byID[id.RootSpanID().String()]
-	require.Equal(t, "task T5", task.OperationName)
-	require.Empty(t, task.Parent(), "the task is the trace's root")
+	root := byID[id.RootSpanID().String()]
+	require.Equal(t, "task "+task, root.OperationName)
+	require.Empty(t, root.Parent(), "the task is the trace's root")
 	attempt, ok := byID[id.AttemptSpanID(1).String()]
 	require.True(t, ok, "attempt 1's span")
-	require.Equal(t, task.SpanID, attempt.Parent())
+	require.Equal(t, root.SpanID, attempt.Parent())
 
 	var phases []string
 	var phaseCost float64
@@ -152,7 +169,7 @@ func TestTraceInJaeger(t *testing.T) {
 	require.Equal(t, []string{"docs/1/passed", "implement/1/passed", "test/1/failed", "test/2/passed"}, phases)
 	require.Len(t, toolIDs, phaseAttempts*tools)
 	require.InDelta(t, total, phaseCost, 1e-9, "the phase attempts' costs add up to the brief's total")
-	if c, ok := task.Tag(traces.AttrCostUSD).(float64); ok {
+	if c, ok := root.Tag(traces.AttrCostUSD).(float64); ok {
 		require.InDelta(t, total, c, 1e-9, "the task's cost is the brief's total")
 	}
 
@@ -167,13 +184,13 @@ func TestTraceInJaeger(t *testing.T) {
 		}
 	}
 	require.NotNil(t, start, "the starter's span: %v", ops)
-	require.Equal(t, task.SpanID, start.Parent(), "the start hangs under the task's root")
+	require.Equal(t, root.SpanID, start.Parent(), "the start hangs under the task's root")
 	require.Positive(t, ops["RunWorkflow:"+taskapi.TaskWorkflowName], "the workflow's span: %v", ops)
 	require.Positive(t, ops["RunActivity:DeliverEvents"], "the deliveries' spans: %v", ops)
 
 	// Every span of the runtime's own hangs under one in the trace.
 	for _, s := range tr.Spans {
-		if s.Tag(traces.AttrTaskID) == nil || s.SpanID == task.SpanID {
+		if s.Tag(traces.AttrTaskID) == nil || s.SpanID == root.SpanID {
 			continue
 		}
 		_, ok := byID[s.Parent()]

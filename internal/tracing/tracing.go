@@ -182,6 +182,9 @@ func (t *Tracing) Interceptor() (interceptor.Interceptor, error) {
 	}
 	return temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
 		Tracer: t.provider.Tracer("temporal-sdk-go"),
+		// A query reads; the Web UI, the starter's status and the run's
+		// views send them all the time, each a trace of its own.
+		DisableQueryTracing: true,
 	})
 }
 
