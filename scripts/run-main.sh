@@ -29,6 +29,6 @@ cat "$RUN/briefs/$TASK/status.json"
 echo
 if [ "${TRACE:-0}" = 1 ]; then
   echo "== trace (Jaeger; the task's span arrives with its last status) =="
-  echo "http://127.0.0.1:$JAEGER_UI_PORT/trace/$(trace_id "$TASK")"
+  echo "http://127.0.0.1:$JAEGER_UI_PORT/api/traces/$(trace_id "$TASK")  (bin/jaeger has no UI assets: this is its JSON)"
 fi
 keep_if_asked
