@@ -139,6 +139,7 @@ func TestTraceInJaeger(t *testing.T) {
 
 	var phases []string
 	var phaseCost float64
+	var linked, linkedFound int
 	toolIDs := map[string]bool{}
 	for _, s := range tr.Spans {
 		if s.Tag(traces.AttrOperation) != traces.OpInvokeAgent {
@@ -147,6 +148,14 @@ func TestTraceInJaeger(t *testing.T) {
 		require.Equal(t, attempt.SpanID, s.Parent(), "phase span %s under the attempt", s.OperationName)
 		phases = append(phases, fmt.Sprintf("%s/%v/%s", s.Tag(traces.AttrPhase), s.Tag(traces.AttrPhaseAttempt), s.Tag(traces.AttrPhaseOutcome)))
 		phaseCost += s.Tag(traces.AttrCostUSD).(float64)
+		for _, ref := range s.References {
+			if ref.RefType != "CHILD_OF" {
+				linked++
+				if a, ok := byID[ref.SpanID]; ok && strings.HasPrefix(a.OperationName, "RunActivity:") {
+					linkedFound++
+				}
+			}
+		}
 		if s.Tag(traces.AttrPhaseOutcome) == "failed" {
 			require.Equal(t, "check_failed", s.Tag(traces.AttrErrorType))
 			require.Equal(t, true, s.Tag("error"), "a failed phase's span is an error")
@@ -165,6 +174,10 @@ func TestTraceInJaeger(t *testing.T) {
 		}
 		require.Equal(t, tools, calls, "tool calls of %s", s.OperationName)
 	}
+	// Each phase links the Temporal activity that delivered its end (one
+	// of the killed worker's may never have reached Jaeger).
+	require.Equal(t, phaseAttempts, linked, "links from the phase spans to their deliveries")
+	require.Positive(t, linkedFound, "a phase's delivery in the trace")
 	slices.Sort(phases)
 	require.Equal(t, []string{"docs/1/passed", "implement/1/passed", "test/1/failed", "test/2/passed"}, phases)
 	require.Len(t, toolIDs, phaseAttempts*tools)

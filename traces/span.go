@@ -24,6 +24,10 @@ type Span struct {
 	Events     []Event
 	Status     codes.Code
 	StatusMsg  string
+	// Links are spans this one relates to without being their child: the
+	// Temporal activity that delivered a phase's end. They are no part of
+	// the span's identity.
+	Links []trace.SpanContext
 }
 
 // Event is a span event: a pause, a stall, a check, a rate limit.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/eventstream"
@@ -66,7 +68,14 @@ func (d *delivery) emitPhases(ctx context.Context) {
 				run.Transcript, run.TranscriptName = &t, name
 			}
 		}
-		spans = append(spans, traces.PhaseSpans(run)...)
+		phase := traces.PhaseSpans(run)
+		// The Temporal activity that delivered the phase's end, when the
+		// SDK's interceptor traces it: the phase is its task's, not the
+		// activity's, so it is a link, not the parent.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			phase[0].Links = append(phase[0].Links, sc)
+		}
+		spans = append(spans, phase...)
 	}
 	if _, err := d.a.Traces.Emit(ctx, traceOwner(d.req.TaskID), spans); err != nil {
 		activities.Logger(ctx).Warn("phase spans not exported", "task", d.req.TaskID, "spans", len(spans), "error", err)

@@ -245,9 +245,15 @@ func (t *Tracing) stub(s traces.Span) tracetest.SpanStub {
 	if end.Before(s.Start) {
 		end = s.Start
 	}
+	var links []sdktrace.Link
+	for _, l := range s.Links {
+		if l.IsValid() {
+			links = append(links, sdktrace.Link{SpanContext: l})
+		}
+	}
 	return tracetest.SpanStub{
 		Name: s.Name, SpanContext: sc, Parent: parent, SpanKind: s.Kind,
-		StartTime: s.Start, EndTime: end, Attributes: s.Attrs, Events: evs, Status: st,
+		StartTime: s.Start, EndTime: end, Attributes: s.Attrs, Events: evs, Status: st, Links: links,
 		Resource: t.res, InstrumentationScope: t.scope,
 	}
 }
