@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/jaeger"
 	"karvi-edda-temporal/testkit/testrig"
@@ -208,5 +209,50 @@ func TestTraceInJaeger(t *testing.T) {
 		}
 		_, ok := byID[s.Parent()]
 		require.True(t, ok, "span %s (%s) has no parent in the trace", s.SpanID, s.OperationName)
+	}
+}
+
+// Spans exported by OTLP over gRPC (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) and
+// over HTTP reach Jaeger alike, and a second export of the same spans
+// through the ledger sends nothing.
+func TestTraceExportProtocols(t *testing.T) {
+	ctx := context.Background()
+	j, err := jaeger.Start(ctx, filepath.Join(t.TempDir(), "jaeger.log"))
+	require.NoError(t, err)
+	t.Cleanup(j.Stop)
+	for _, c := range []struct{ proto, endpoint string }{
+		{"grpc", "http://" + j.OTLPGRPC},
+		{"http/protobuf", "http://" + j.OTLPHTTP},
+	} {
+		t.Run(c.proto, func(t *testing.T) {
+			service := fmt.Sprintf("karvi-proto-%d", time.Now().UnixNano())
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.endpoint)
+			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", c.proto)
+			t.Setenv("OTEL_SERVICE_NAME", service)
+			tr, err := tracing.FromEnv(ctx)
+			require.NoError(t, err)
+			require.NotNil(t, tr)
+			defer tr.Shutdown(ctx)
+			id := traces.Identity{TaskID: service}
+			t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+			spans := []traces.Span{
+				{TraceID: id.TraceID(), SpanID: id.RootSpanID(), Name: "task " + service, Start: t0, End: t0.Add(time.Second)},
+				{TraceID: id.TraceID(), SpanID: id.AttemptSpanID(1), Parent: id.TaskSpanID(), Name: "attempt 1", Start: t0, End: t0.Add(time.Second)},
+			}
+			e := tracing.NewEmitter(tr, t.TempDir())
+			n, err := e.Emit(ctx, "run-x", spans)
+			require.NoError(t, err)
+			require.Equal(t, 2, n)
+			n, err = e.Emit(ctx, "run-x", spans)
+			require.NoError(t, err)
+			require.Zero(t, n, "the ledger holds them")
+			wait.Eventually(t, 30*time.Second, "the spans in Jaeger", func() (any, bool) {
+				got, err := j.Trace(ctx, id.TraceID().String())
+				if err != nil || got == nil {
+					return err, false
+				}
+				return len(got.Spans), len(got.Spans) == 2
+			})
+		})
 	}
 }
