@@ -96,7 +96,7 @@ func FromEnv(ctx context.Context) (*Tracing, error) {
 func newTracing(exp sdktrace.SpanExporter, res *resource.Resource, sampler sdktrace.Sampler) *Tracing {
 	t := &Tracing{exporter: exp, res: res, sampler: sampler,
 		scope: instrumentation.Scope{Name: "karvi-edda-temporal/traces"}}
-	t.provider = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res),
+	t.provider = sdktrace.NewTracerProvider(sdktrace.WithBatcher(redacting{exp}), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler))
 	return t
 }

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -155,5 +157,26 @@ func TestEnabledAndSampler(t *testing.T) {
 	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "2")
 	if _, err := samplerFromEnv(); err == nil {
 		t.Error("a ratio of 2 was accepted")
+	}
+}
+
+// The interceptor's spans (an activity's error as status and event) are
+// masked on their way out too.
+func TestProviderSpansAreMasked(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	tr := newTracing(mem, resource.Empty(), sdktrace.AlwaysSample())
+	const key = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+	_, span := tr.TracerProvider().Tracer("t").Start(context.Background(), "RunActivity:SetTaskStatus")
+	err := errors.New("karvi answered 401 for token " + key)
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	span.SetAttributes(attribute.String("url", "https://karvi/?token="+key))
+	span.End()
+	if err := tr.provider.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%+v", mem.GetSpans())
+	if len(mem.GetSpans()) != 1 || strings.Contains(got, key) {
+		t.Errorf("exported: %s", got)
 	}
 }
