@@ -22,6 +22,7 @@ import (
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/traces"
+	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
@@ -255,4 +256,88 @@ func TestTraceExportProtocols(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A run traced from the starter's `run start`: one trace, the run's span
+// its root, each task's span under it, and each task's attempt and phase
+// spans under the task.
+func TestRunTraceInJaeger(t *testing.T) {
+	ctx := context.Background()
+	j, err := jaeger.Start(ctx, filepath.Join(t.TempDir(), "jaeger.log"))
+	require.NoError(t, err)
+	t.Cleanup(j.Stop)
+	service := fmt.Sprintf("karvi-e2e-run-%d", time.Now().UnixNano())
+	r := testrig.New(t, testrig.Options{Scenario: "checks=pass delay=100ms cost=0.10 tools=2", Env: j.Env(service)})
+	slug := fmt.Sprintf("trace-run-%d", traceTasks.Add(1))
+	a, b := slug+"-a", slug+"-b"
+	runFile := fmt.Sprintf(`{"slug":%q,"title":"Traced","concurrency":2,"tasks":[
+	 {"id":%q,"title":"A","complexity":2},
+	 {"id":%q,"title":"B","depends":[%q],"complexity":2}]}`, slug, a, b, a)
+	path := filepath.Join(r.Dir, "run.json")
+	require.NoError(t, os.WriteFile(path, []byte(runFile), 0o644))
+	starter, err := devenv.Binary("starter")
+	require.NoError(t, err)
+	cmd := exec.Command(starter, "run", "start", "-address", r.Server.Addr, "-task-queue", r.Queue, path)
+	cmd.Env = append(os.Environ(), j.Env(service)...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	r.Track(runapi.WorkflowID(slug))
+	r.RunResult(r.Client.GetWorkflow(ctx, runapi.WorkflowID(slug), ""), 3*time.Minute)
+
+	id := traces.ForRun(slug)
+	tasks := map[string]traces.Identity{a: traces.ForTask(a, "run-"+slug+"-"+a), b: traces.ForTask(b, "run-"+slug+"-"+b)}
+	var tr *jaeger.Trace
+	wait.EventuallyEvery(t, 60*time.Second, 250*time.Millisecond, "the run's trace in Jaeger, whole", func() (any, bool) {
+		got, err := j.Trace(ctx, id.TraceID().String())
+		if err != nil || got == nil {
+			return err, false
+		}
+		tr = got
+		have := map[string]bool{}
+		for _, s := range got.Spans {
+			have[s.SpanID] = true
+		}
+		ok := have[id.RootSpanID().String()]
+		for _, ti := range tasks {
+			ok = ok && have[ti.TaskSpanID().String()] && have[ti.AttemptSpanID(1).String()]
+		}
+		return fmt.Sprintf("%d spans", len(got.Spans)), ok
+	})
+	byID := map[string]jaeger.Span{}
+	for _, s := range tr.Spans {
+		_, dup := byID[s.SpanID]
+		require.False(t, dup, "span %s (%s) exported twice", s.SpanID, s.OperationName)
+		byID[s.SpanID] = s
+	}
+	root := byID[id.RootSpanID().String()]
+	require.Equal(t, "run "+slug, root.OperationName)
+	require.Empty(t, root.Parent())
+	for name, ti := range tasks {
+		task := byID[ti.TaskSpanID().String()]
+		require.Equal(t, "task "+name, task.OperationName)
+		require.Equal(t, root.SpanID, task.Parent(), "task %s under the run", name)
+		attempt := byID[ti.AttemptSpanID(1).String()]
+		require.Equal(t, task.SpanID, attempt.Parent())
+		var phases, tools int
+		for _, s := range tr.Spans {
+			if s.Parent() == attempt.SpanID && s.Tag(traces.AttrOperation) == traces.OpInvokeAgent {
+				phases++
+				for _, c := range tr.Spans {
+					if c.Parent() == s.SpanID && c.Tag(traces.AttrOperation) == traces.OpExecuteTool {
+						tools++
+					}
+				}
+			}
+		}
+		require.Positive(t, phases, "task %s's phase spans", name)
+		require.Equal(t, 2*phases, tools, "task %s's tool calls", name)
+	}
+	var starts int
+	for _, s := range tr.Spans {
+		if s.OperationName == "StartWorkflow:"+runapi.RunWorkflowName {
+			starts++
+			require.Equal(t, root.SpanID, s.Parent(), "the run's start under its root")
+		}
+	}
+	require.Equal(t, 1, starts, "the starter's span of the run's start")
 }
