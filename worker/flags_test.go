@@ -75,7 +75,13 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_TAIL_HEARTBEAT":             "45s",
 		"KARVI_EDDA_TIME_SCALE":                 "60",
 	}
-	require.Len(t, env, len(flagEnv), "one variable per flag")
+	flags := 0
+	for _, d := range workerFlags {
+		if d.name != "" {
+			flags++
+		}
+	}
+	require.Len(t, env, flags, "one variable per flag")
 	fromEnv := config{
 		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
@@ -194,9 +200,11 @@ func TestHelp(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printUsage(&out)
-	for _, fe := range flagEnv {
-		require.Contains(t, out.String(), "-"+fe.flag)
-		require.Contains(t, out.String(), "(env "+fe.env+")")
+	for _, d := range workerFlags {
+		if d.name != "" {
+			require.Contains(t, out.String(), "-"+d.name)
+			require.Contains(t, out.String(), "(env "+d.env+")")
+		}
 	}
 }
 
@@ -221,8 +229,8 @@ func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
 		rows[strings.Trim(strings.TrimSpace(cells[1]), "`-")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
 	}
 	env := map[string]string{"address": "TEMPORAL_ADDRESS", "namespace": "TEMPORAL_NAMESPACE", "task-queue": temporalconn.EnvTaskQueue}
-	for _, fe := range flagEnv {
-		env[fe.flag] = fe.env
+	for _, d := range workerFlags {
+		env[d.name] = d.env
 	}
 	var c config
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
