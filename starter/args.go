@@ -327,7 +327,7 @@ func parseArgs(args []string) (invocation, error) {
 
 const usageFooter = `TLS, API keys and profiles come from the temporal CLI's profile file and
 environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE,
-TEMPORAL_PROFILE; README, "Configuration"), payload encryption from
+TEMPORAL_PROFILE; docs/configuration.md), payload encryption from
 KARVI_TEMPORAL_CODEC_KEY. KARVI_EDDA_TIME_SCALE (tests and soaks: at 60 a
 minute lasts a second) is handed to the tasks, runs and pools it starts, as
 the worker's -time-scale. "starter <command> -h" shows a command's flags.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"karvi-edda-temporal/activities"
@@ -122,7 +123,7 @@ var workerFlags = []workerFlag{
 		value: func(c *config) any { return &c.tailPoll },
 		help:  "fallback poll interval of the event-log tail",
 		doc:   "fallback poll interval of the event-log tail (inotify wakes it first)"},
-	{name: "tail-heartbeat", env: "KARVI_EDDA_TAIL_HEARTBEAT", def: activities.DefaultTailHeartbeat.String(),
+	{name: "tail-heartbeat", env: "KARVI_EDDA_TAIL_HEARTBEAT", def: durationText(activities.DefaultTailHeartbeat),
 		value: func(c *config) any { return &c.tailHeartbeat },
 		help:  "heartbeat timeout of a running task's delivering tail: how long a killed worker's tasks wait before another worker delivers for them; their heartbeats are a running task's only server cost between phase boundaries",
 		doc:   "heartbeat timeout of a running task's delivering tail: a SIGKILLed worker's tasks wait this long before another worker delivers for them (nothing is lost or sent twice meanwhile); the heartbeats are a running task's only server cost between phase boundaries (one every 0.8 of it)"},
@@ -164,7 +165,7 @@ var workerFlags = []workerFlag{
 		value: func(c *config) any { return &c.intakeHint },
 		help:  "the runtimeHint of the karvi tasks the intake takes",
 		doc:   "the `runtimeHint` of the karvi tasks the intake takes (case-sensitive)"},
-	{name: "intake-poll", env: "KARVI_EDDA_INTAKE_POLL", def: intakeapi.DefaultPoll.String(),
+	{name: "intake-poll", env: "KARVI_EDDA_INTAKE_POLL", def: durationText(intakeapi.DefaultPoll),
 		value: func(c *config) any { return &c.intakePoll },
 		help:  "how often the intake reads karvi's board again besides its live feed (karvi's review writes without an event)",
 		doc:   "how often the intake reads karvi's board and checks which of its task workflows ended, besides following karvi's live feed (karvi's review writes the board without an event)"},
@@ -182,7 +183,7 @@ var workerFlags = []workerFlag{
 		value: func(c *config) any { return &c.limitPatterns },
 		help:  "YAML `file` of usage-limit message patterns of your own, tried before the built-in ones (docs/pauses.md)",
 		doc:   "a YAML file of usage-limit message patterns of your own, tried before the built-in ones (format in [pauses.md](pauses.md)); a bad pattern stops the worker with an error naming it"},
-	{name: "stall-after", env: "KARVI_EDDA_STALL_AFTER", def: stalls.DefaultAfter.String(),
+	{name: "stall-after", env: "KARVI_EDDA_STALL_AFTER", def: durationText(stalls.DefaultAfter),
 		value: func(c *config) any { return &c.stallAfter },
 		help:  "a phase with no event and no agent transcript line for this long has stalled, when its dispatch sets no stallAfterSec; applies only to phases whose timeout is longer; 0 watches for none (docs/stalls.md)",
 		doc:   "a phase with no event and no agent transcript line for this long has stalled ([stalls.md](stalls.md)), for tasks whose dispatch sets no `stallAfterSec`; it applies only to phases whose timeout is longer (with karvi's default timeout of 300 s it does not); `0` watches for none"},
@@ -254,6 +255,48 @@ func (d workerFlag) register(fs *flag.FlagSet, c *config) {
 		}
 	}
 	f.DefValue = f.Value.String()
+}
+
+// The markers around the table of docs/configuration.md that flagsMarkdown
+// writes; TestConfigurationDocMatchesTheFlags keeps the two equal.
+const (
+	flagTableBegin = "<!-- worker flags: made from workerFlags (worker/flags.go) by `go test ./worker -run TestConfigurationDocMatchesTheFlags -update`; edit there, not here -->"
+	flagTableEnd   = "<!-- end of worker flags -->"
+)
+
+// flagsMarkdown is the table of every worker setting, in markdown.
+func flagsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| flag | env | default | meaning |\n|---|---|---|---|\n")
+	for _, d := range workerFlags {
+		name := "(none)"
+		if d.name != "" {
+			name = "`-" + d.name + "`"
+		}
+		def := d.docDef
+		if def == "" && d.def != "" {
+			def = "`" + d.def + "`"
+		}
+		doc := d.doc
+		if doc == "" {
+			doc = d.help
+		}
+		cell := strings.NewReplacer("|", `\|`, "\n", " ")
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", name, d.env, cell.Replace(def), cell.Replace(doc))
+	}
+	return b.String()
+}
+
+// durationText writes d as a person would: 1m, not 1m0s.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // parseFlags reads the command line, then fills every flag it did not set

@@ -208,20 +208,15 @@ func TestHelp(t *testing.T) {
 	}
 }
 
-// The README's configuration table lists every worker flag with its
-// variable, so the two cannot drift apart.
-func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+// docs/configuration.md lists every flag with its variable, the
+// connection's (written by hand, shared with the starter) too, and the
+// variables only the environment sets.
+func TestConfigurationDocListsEveryFlagAndVariable(t *testing.T) {
+	data, err := os.ReadFile("../docs/configuration.md")
 	require.NoError(t, err)
-	readme := string(data)
-	start := strings.Index(readme, "## Configuration")
-	require.GreaterOrEqual(t, start, 0)
-	section := readme[start:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
+	doc := string(data)
 	rows := map[string]string{} // flag -> env column
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`-") {
 			continue
@@ -234,13 +229,13 @@ func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
 	}
 	var c config
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
-		require.Contains(t, rows, f.Name, "README's Configuration table lacks -%s", f.Name)
-		require.Equal(t, env[f.Name], rows[f.Name], "README's variable for -%s", f.Name)
+		require.Contains(t, rows, f.Name, "docs/configuration.md lacks -%s", f.Name)
+		require.Equal(t, env[f.Name], rows[f.Name], "docs/configuration.md's variable for -%s", f.Name)
 	})
 	for _, v := range []string{"TEMPORAL_API_KEY", "TEMPORAL_CONFIG_FILE", "TEMPORAL_PROFILE",
 		"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME",
 		"KARVI_TEMPORAL_CODEC_KEY", "KARVI_API_TOKEN"} {
-		require.Contains(t, section, v)
+		require.Contains(t, doc, v)
 	}
 }
 
@@ -276,4 +271,37 @@ func TestIntakeInputCarriesTheTimeScale(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, intakeapi.Input{BoardURL: "http://localhost:3461", RuntimeHint: "edda", TaskQueue: "q",
 		Poll: 10 * time.Second / 60, TimeScale: 60}, intakeInput(c, "q"))
+}
+
+var update = flag.Bool("update", false, "rewrite the generated worker flag table of docs/configuration.md")
+
+// docs/configuration.md's worker table is made from workerFlags: it fails
+// here when either changed without the other. -update writes it anew.
+func TestConfigurationDocMatchesTheFlags(t *testing.T) {
+	const path = "../docs/configuration.md"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(data)
+	begin, end := strings.Index(doc, flagTableBegin), strings.Index(doc, flagTableEnd)
+	require.True(t, begin >= 0 && end > begin, "%s lacks the markers of the generated worker flag table:\n%s\n%s", path, flagTableBegin, flagTableEnd)
+	want := doc[:begin+len(flagTableBegin)] + "\n" + flagsMarkdown() + doc[end:]
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
+	}
+	if want != doc {
+		wl, dl := strings.Split(want, "\n"), strings.Split(doc, "\n")
+		i := 0
+		for i < len(wl) && i < len(dl) && wl[i] == dl[i] {
+			i++
+		}
+		line := func(ls []string) string {
+			if i < len(ls) {
+				return ls[i]
+			}
+			return "(the end)"
+		}
+		t.Fatalf("%s does not say what workerFlags declare (line %d):\n  the file: %s\n  the flags: %s\nrun `go test ./worker -run TestConfigurationDocMatchesTheFlags -update`",
+			path, i+1, line(dl), line(wl))
+	}
 }
