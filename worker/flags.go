@@ -415,6 +415,12 @@ func printUsage(w io.Writer) {
 	fs.SetOutput(w)
 	fmt.Fprint(w, usageHeader)
 	fs.PrintDefaults()
+	fmt.Fprint(w, "\nSettings read from the environment only:\n")
+	for _, d := range workerFlags {
+		if d.name == "" {
+			fmt.Fprintf(w, "  %s\n    \t%s\n", d.env, strings.ReplaceAll(d.doc, "`", ""))
+		}
+	}
 }
 
 // rateLimit is -karvi-rate-limit: requests a minute, karvi.RateLimitOff

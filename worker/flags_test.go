@@ -204,6 +204,8 @@ func TestHelp(t *testing.T) {
 		if d.name != "" {
 			require.Contains(t, out.String(), "-"+d.name)
 			require.Contains(t, out.String(), "(env "+d.env+")")
+		} else {
+			require.Contains(t, out.String(), "  "+d.env+"\n", "-h names the variables read from the environment only")
 		}
 	}
 }
