@@ -265,6 +265,8 @@ const (
 )
 
 // flagsMarkdown is the table of every worker setting, in markdown.
+//
+//go:generate go test -run TestConfigurationDocMatchesTheFlags -update .
 func flagsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| flag | env | default | meaning |\n|---|---|---|---|\n")
