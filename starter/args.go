@@ -344,7 +344,7 @@ func printUsage(w io.Writer, c *command) {
 		fs.PrintDefaults()
 		return
 	}
-	fmt.Fprint(w, "starter: start and operate karvi task workflows\n\n"+
+	fmt.Fprint(w, "starter: start and operate karvi tasks, runs of dependent tasks, agent slot pools,\nagent accounts, schedule intents and the karvi intake on Temporal\n\n"+
 		"Usage: starter [connection flags] <command> [flags] <argument>\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	for _, c := range commands {
