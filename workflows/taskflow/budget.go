@@ -103,7 +103,7 @@ func (r *taskRun) checksSpend() bool {
 
 // taskSpent is what every attempt of the task spent, the current included.
 func (r *taskRun) taskSpent() float64 {
-	return r.st.finishedSpent(spent(r.st.Current.Brief), r.st.Current.N)
+	return r.st.finishedSpent(r.st.Current.ownSpent(), r.st.Current.N)
 }
 
 // reportSpend tells the run what the current attempt has spent, when it
@@ -171,6 +171,29 @@ func (r *taskRun) checkTaskBudget() (bool, error) {
 	return true, nil
 }
 
+// budgetSpentAtStart ends an attempt before it starts when the task's
+// blocking budget is spent already: a redispatch that came while the
+// attempt the budget blocked was ending would otherwise run a conductor
+// that no checkpoint stops, the budget having acted once. A raised budget
+// (starter budget set) is what lets the task run again.
+func (r *taskRun) budgetSpentAtStart() bool {
+	b := r.st.Budget.Budget
+	if b == nil || b.Action != costs.Block {
+		return false
+	}
+	total := r.taskSpent()
+	if b.Level(total) < costs.Spent || total <= r.st.Budget.Acked {
+		return false
+	}
+	if workflow.GetVersion(r.ctx, versionBudgetSpentNoAttempt, workflow.DefaultVersion, 1) < 1 {
+		return false
+	}
+	r.log.Warn("task budget spent: the attempt does not start", "attempt", r.st.Current.N, "spent", total, "limit", b.LimitUSD)
+	limit := b.LimitUSD
+	r.decide(mapping.BudgetOutcome(total, &limit))
+	return true
+}
+
 // cost answers the cost query. Finished attempts count by their totals;
 // the current one, still running or the last, by phase.
 func (r *taskRun) cost() taskapi.Cost {
@@ -190,8 +213,10 @@ func (r *taskRun) cost() taskapi.Cost {
 		}
 		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill, TotalUSD: *f.CostUSD})
 	}
-	_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill,
-		ByPhase: cur.Brief.Brief.Cost.ByPhase, TotalUSD: spent(cur.Brief)})
+	if cur.Plan != nil {
+		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill,
+			ByPhase: cur.Brief.Brief.Cost.ByPhase, TotalUSD: cur.ownSpent()})
+	}
 	c := taskapi.Cost{TaskID: d.TaskID, Summary: sum, Budget: r.st.Budget.Budget}
 	if b := r.st.Budget.Budget; b != nil {
 		c.Level = b.Level(sum.TotalUSD).String()

@@ -58,6 +58,8 @@ type accountRig struct {
 	claimNotice *accountapi.Notice
 	// statusLeaves: the accounts the status writes left.
 	statusLeaves []string
+	// onStatus, when set, hears every status write as it is made.
+	onStatus func(taskact.TaskStatusUpdate)
 	// deliverEvery is how long a delivery takes (1 s when unset).
 	deliverEvery time.Duration
 	// stopped: the conductor was interrupted and not resumed since.
@@ -206,6 +208,9 @@ func (c *accountRig) register() {
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req taskact.StatusRequest) error {
+			if c.onStatus != nil {
+				c.onStatus(req.Update)
+			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)

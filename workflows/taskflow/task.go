@@ -190,6 +190,9 @@ func (r *taskRun) run() (taskapi.Result, error) {
 		var err error
 		switch r.st.Current.Stage {
 		case taskapi.StagePrepare:
+			if r.budgetSpentAtStart() {
+				break
+			}
 			if r.deliverInTail {
 				err = r.startAttempt()
 			} else {

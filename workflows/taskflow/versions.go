@@ -117,6 +117,14 @@ const (
 	// account could end blocked at its first limit of its own.
 	// Live since 2026-12-02; asked in pause.go.
 	versionOwnLimitCap = "own-limit-cap"
+
+	// versionBudgetSpentNoAttempt names the change from which an attempt
+	// does not start while the task's blocking budget is spent: a
+	// redispatch that came while a budget-blocked attempt ended started a
+	// conductor that no checkpoint stopped (the budget had acted already).
+	// Asked only when the budget is spent at an attempt's start.
+	// Live since 2026-12-02; asked in task.go.
+	versionBudgetSpentNoAttempt = "budget-spent-no-attempt"
 )
 
 // The versions of the deliver-in-tail change: one marker at the start of
