@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // t0 is when every fixture run is created.

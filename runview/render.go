@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // Options say when and how a view is drawn.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/api/run"
 )
 
 // -update rewrites testdata/*.golden from the code. Read every rewritten

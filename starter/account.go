@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func accountFlag(fs *flag.FlagSet, o *options) {

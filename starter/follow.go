@@ -11,10 +11,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // follow is the view of a running task a person keeps open: one line

@@ -5,10 +5,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The handlers of the commands table's rows (args.go), in its order.

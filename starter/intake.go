@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/api/intake"
 )
 
 func intakeFlags(fs *flag.FlagSet, o *options) {

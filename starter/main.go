@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {

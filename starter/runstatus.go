@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run status` shows where a run stands, as the run workflow's view query

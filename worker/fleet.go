@@ -17,12 +17,12 @@ import (
 
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A worker is one host of a fleet (docs/fleet.md): besides the shared task

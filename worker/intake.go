@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/api/intake"
 )
 
 // oneBoardPerNamespace refuses to follow board when the intake of another

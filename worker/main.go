@@ -28,6 +28,8 @@ import (
 	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/metrics"
@@ -35,8 +37,6 @@ import (
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {

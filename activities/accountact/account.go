@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // Client is the part of a Temporal client the account activities need.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/api/account"
 )
 
 // pauseFresh is how long a read of an account's pause answers the joins

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // Joins arriving together share one read of their account's pause, and

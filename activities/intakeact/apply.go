@@ -13,15 +13,15 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Apply carries out one action of the intake. Every kind is idempotent,

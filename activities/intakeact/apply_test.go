@@ -15,13 +15,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task of a run cancelled on the board is aborted like a task on its

@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Activities are the intake's activities.

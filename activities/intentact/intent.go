@@ -13,14 +13,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Errors of the intent activities that retrying cannot help.

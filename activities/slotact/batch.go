@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/api/slot"
 )
 
 // batchTimeout bounds one acquire-many update. Each acquire waits only as

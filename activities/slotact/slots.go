@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // ErrBadSlotRequest: the pool refused a request as malformed. Retrying

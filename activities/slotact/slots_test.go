@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // fakeSlotClient answers as the server would: an update's outcome (or its

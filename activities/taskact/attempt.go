@@ -11,10 +11,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // ClaimHostRequest asks for a host to start an attempt of a task on.

@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // contender names a way of getting events to karvi.

@@ -13,13 +13,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // RunBench is one run of many dependent tasks through the run workflow.

@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // SlotBench is an agent slot pool serving a long line.

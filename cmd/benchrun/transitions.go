@@ -15,9 +15,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // sampleOf picks k tasks spread evenly over tasks (all of them when fewer).

@@ -14,10 +14,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/soak"
 	"karvi-edda-temporal/soak/observe"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // soakChecker is the soak's checks (soak/observe): a sampler of live

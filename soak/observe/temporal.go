@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/soak"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Workflows is what the soak asks the task workflows. The Temporal

@@ -4,7 +4,7 @@ package testrig
 
 import (
 	"context"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 	"testing"
 	"time"
 

@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // StartRun starts a run workflow on the rig's queue. Cleanup closes it and

@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Start starts the task workflow for d; see StartInput.

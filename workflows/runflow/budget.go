@@ -7,11 +7,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run's budget covers what all its tasks spend: the attempts that ended

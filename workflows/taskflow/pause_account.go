@@ -10,8 +10,8 @@ import (
 
 	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/taskact"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 )
 
 // accountActs holds the account activities, referenced by method so their

@@ -14,12 +14,12 @@ import (
 	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // accountRig is a conductor that runs until it is interrupted (or, once

@@ -10,11 +10,11 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // slotActs holds the slot activities, referenced by method

@@ -8,9 +8,9 @@ import (
 	"io"
 	"time"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Names a client uses to talk to a run workflow. They are part of the public
