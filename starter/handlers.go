@@ -101,8 +101,8 @@ func eventsCmd(e *env, cl client.Client) error {
 }
 
 func resultCmd(e *env, cl client.Client) error {
-	var res taskapi.Result
-	if err := cl.GetWorkflow(e.ctx, taskapi.WorkflowID(e.inv.arg), "").Get(e.ctx, &res); err != nil {
+	res, err := taskapi.Tasks{Client: cl}.Result(e.ctx, e.inv.arg, "")
+	if err != nil {
 		return fmt.Errorf("task %s: %w", e.inv.arg, err)
 	}
 	return printJSON(e.stdout, res)

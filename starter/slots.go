@@ -107,19 +107,7 @@ func setSlots(ctx context.Context, cl client.Client, taskQueue, pool string, req
 		limits.MaxTotal = *req.MaxTotal
 	}
 	in.Limits = &limits
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, taskQueue), slotapi.PoolWorkflowName, in),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   slotapi.WorkflowID(pool),
-			UpdateName:   slotapi.UpdateSet,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	var view slotapi.View
-	if err == nil {
-		err = h.Get(ctx, &view)
-	}
+	view, err := slotapi.Pools{Client: cl, TaskQueue: taskQueue}.Set(ctx, in, req)
 	if err != nil {
 		return fmt.Errorf("pool %s: set: %w", pool, err)
 	}
@@ -290,10 +278,5 @@ func runningPools(ctx context.Context, cl client.Client) ([]listedPool, error) {
 }
 
 func queryPool(ctx context.Context, cl client.Client, pool string) (slotapi.View, error) {
-	var view slotapi.View
-	v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots)
-	if err == nil {
-		err = v.Get(&view)
-	}
-	return view, err
+	return slotapi.Pools{Client: cl}.View(ctx, pool)
 }

@@ -251,13 +251,7 @@ func karviClient(c config) func(string) (*karvi.Client, error) {
 // worker started it.
 func startIntake(ctx context.Context, cl client.Client, c config, taskQueue string, logger *slog.Logger) error {
 	id := intakeapi.WorkflowID(c.karviURL)
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "karvi intake of " + c.karviURL,
-	}, intakeapi.WorkflowName, intakeInput(c, taskQueue))
+	run, err := intakeapi.Intakes{Client: cl, TaskQueue: taskQueue}.Start(ctx, intakeInput(c, taskQueue))
 	if err != nil {
 		return fmt.Errorf("start the karvi intake %s: %w", id, err)
 	}

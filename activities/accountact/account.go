@@ -8,8 +8,6 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/api/account"
@@ -17,21 +15,13 @@ import (
 )
 
 // Client is the part of a Temporal client the account activities need.
-type Client interface {
-	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
-	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
-	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
-	SignalWithStartWorkflow(ctx context.Context, workflowID, signalName string, signalArg any,
-		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
-	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
-	DescribeWorkflow(ctx context.Context, workflowID, runID string) (*client.WorkflowExecutionDescription, error)
-}
+type Client = accountapi.Temporal
 
 // Leave tells account that member no longer runs on it, for an activity
 // that ends a task (the task's last status write): a signal the task's
 // history does not record. An account not running has nobody to drop.
 func Leave(ctx context.Context, c Client, account, member string) error {
-	err := c.SignalWorkflow(ctx, accountapi.WorkflowID(account), "", accountapi.SignalLeave, accountapi.LeaveSignal{Member: member})
+	err := accountapi.Accounts{Client: c}.Leave(ctx, account, member)
 	var gone *serviceerror.NotFound
 	if errors.As(err, &gone) {
 		return nil
@@ -53,6 +43,12 @@ type Activities struct {
 	// pauses shares the reads of an account's pause among the joins of
 	// this worker (pauseRead).
 	pauses pauseReads
+}
+
+// accounts is the accounts' client of an activity: an account it starts
+// runs on the activity's task queue.
+func (a *Activities) accounts(ctx context.Context) accountapi.Accounts {
+	return accountapi.Accounts{Client: a.Temporal, TaskQueue: activity.GetInfo(ctx).TaskQueue}
 }
 
 // ErrBadAccount: an account key or request the account refused. Retrying
@@ -108,23 +104,8 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
 			"account request names no update (join, limit or resume)", ErrBadAccount, nil)
 	}
-	start := a.Temporal.NewWithStartWorkflowOperation(accountapi.StartOptions(req.Account, activity.GetInfo(ctx).TaskQueue),
-		accountapi.WorkflowName, accountapi.Input{Account: req.Account})
-	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   accountapi.WorkflowID(req.Account),
-			UpdateID:     req.UpdateID,
-			UpdateName:   name,
-			Args:         []any{arg},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
+	v, err := a.accounts(ctx).Update(ctx, req.Account, name, req.UpdateID, arg)
 	if err != nil {
-		return accountapi.View{}, fmt.Errorf("%s on account %s: %w", name, req.Account, err)
-	}
-	var v accountapi.View
-	if err := h.Get(ctx, &v); err != nil {
 		var refused *temporal.ApplicationError
 		if errors.As(err, &refused) {
 			return accountapi.View{}, temporal.NewNonRetryableApplicationError(
@@ -138,7 +119,7 @@ func (a *Activities) AccountUpdate(ctx context.Context, req AccountRequest) (acc
 // readMemo reads the account's pause from its memo: inMemo is false for an
 // account run from before the memo kept it.
 func (a *Activities) readMemo(ctx context.Context, account string) (v accountapi.View, inMemo bool, err error) {
-	desc, err := a.Temporal.DescribeWorkflow(ctx, accountapi.WorkflowID(account), "")
+	desc, err := a.accounts(ctx).Describe(ctx, account)
 	if err != nil {
 		return accountapi.View{}, false, fmt.Errorf("read account %s: %w", account, err)
 	}
@@ -168,9 +149,7 @@ func (a *Activities) join(ctx context.Context, account string, r accountapi.Join
 		return accountapi.View{}, temporal.NewNonRetryableApplicationError(
 			"join needs the member's workflow id", ErrBadAccount, nil)
 	}
-	_, err := a.Temporal.SignalWithStartWorkflow(ctx, accountapi.WorkflowID(account), accountapi.SignalJoin, r,
-		accountapi.StartOptions(account, activity.GetInfo(ctx).TaskQueue), accountapi.WorkflowName,
-		accountapi.Input{Account: account})
+	err := a.accounts(ctx).Join(ctx, account, r)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The server may have taken the signal before the answer was
@@ -207,12 +186,8 @@ func (a *Activities) readJoined(ctx context.Context, account string) (accountapi
 	// A workflow that has not finished its first workflow task answers no
 	// query yet.
 	for backoff := 20 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
-		v, err := a.Temporal.QueryWorkflow(ctx, accountapi.WorkflowID(account), "", accountapi.QueryAccount)
+		view, err := a.accounts(ctx).View(ctx, account)
 		if err == nil {
-			var view accountapi.View
-			if err := v.Get(&view); err != nil {
-				return accountapi.View{}, fmt.Errorf("read account %s: %w", account, err)
-			}
 			return view, nil
 		}
 		var notReady *serviceerror.WorkflowNotReady
