@@ -28,6 +28,7 @@ import (
 	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/eventstream"
@@ -181,8 +182,9 @@ func run(c config) error {
 		Account:       workerAccount(c, conn.TaskQueue),
 		Scale:         c.timeScale,
 	}
-	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
-	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts}
+	joins := &accountapi.Joins{Client: cl, Scale: c.timeScale}
+	accounts := &accountact.Activities{Temporal: cl, Joins: joins}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: joins}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})

@@ -19,9 +19,8 @@ import (
 	"karvi-edda-temporal/slots"
 )
 
-// ErrBadSlotRequest: the pool refused a request as malformed. Retrying
-// cannot help.
-const ErrBadSlotRequest = "BadSlotRequest"
+// ErrBadSlotRequest is slotapi's: the task workflows tell it apart.
+const ErrBadSlotRequest = slotapi.ErrBadSlotRequest
 
 // SlotClient is the part of a Temporal client the slot activities need.
 type SlotClient = slotapi.Temporal
@@ -63,11 +62,8 @@ const DefaultBatchWindow = 5 * time.Millisecond
 // other workers and for limit changes.
 const DefaultBatchesInFlight = 4
 
-// AcquireSlotRequest asks a pool for a slot.
-type AcquireSlotRequest struct {
-	Pool    string        `json:"pool"`
-	Request slots.Request `json:"request"`
-}
+// AcquireSlotRequest is slotapi's: a task workflow sends it.
+type AcquireSlotRequest = slotapi.AcquireSlotRequest
 
 // AcquireSlot asks the pool's workflow for a slot, starting the pool on
 // this worker's task queue if it does not run yet, and returns the pool's

@@ -6,7 +6,6 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities/taskact"
 	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
@@ -129,7 +128,7 @@ func (r *runFlow) pauseForBudget(total float64) {
 	r.noteRunningTasks("budget", r.st.BudgetNote)
 	if v >= 2 {
 		now := workflow.Now(r.ctx).UTC()
-		flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
+		flowkit.QueueNotification(r.ctx, taskapi.NotifyRequest{
 			// One id a pause: the pause's time, the same on every replay.
 			ID:   fmt.Sprintf("%s-run_paused-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, now.UnixNano()),
 			Kind: "paused", Time: now, RunID: slug, Reason: r.st.BudgetNote,

@@ -543,7 +543,7 @@ func TestWorkersAccountJoinedUnreadTakesThePauseTheAccountSent(t *testing.T) {
 func TestOwnAccountJoinedUnreadLeavesAtTheEnd(t *testing.T) {
 	env, c := newAccountRig(t)
 	c.joinErr = temporal.NewApplicationError("joined account team, its pause not read: context deadline exceeded",
-		accountact.ErrJoinedUnread)
+		accountapi.ErrJoinedUnread)
 	c.completeAtOnce = true
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
 	require.NoError(t, env.GetWorkflowError())
