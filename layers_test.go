@@ -19,9 +19,9 @@ const module = "karvi-edda-temporal"
 var pure = []string{"mapping", "mapping/redact", "canonical", "jobview", "runplan", "runstatus",
 	"runview", "slots", "intent", "intake", "limits", "stalls", "costs", "dag"}
 
-// programs are the binaries, the programs under cmd/ and the test kit:
-// they may import anything.
-var programs = []string{"worker", "starter", "cmd", "testkit", "e2e", "faults", "bench", "soak", "tools"}
+// programs are the binaries, the programs under cmd/, the test kit and
+// the docs' own test: they may import anything.
+var programs = []string{"worker", "starter", "cmd", "testkit", "e2e", "faults", "bench", "soak", "tools", "docs"}
 
 type layer int
 

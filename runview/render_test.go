@@ -216,9 +216,9 @@ func mustNotContain(t *testing.T, out string, unwanted ...string) {
 	}
 }
 
-// The README shows the running diamond as this package draws it.
-func TestREADMEShowsTheDiamond(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The operating guide shows the running diamond as this package draws it.
+func TestOperatingGuideShowsTheDiamond(t *testing.T) {
+	readme, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +227,6 @@ func TestREADMEShowsTheDiamond(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```\n"+string(golden)+"```\n") {
-		t.Error("README's sample of `starter run status` is not testdata/diamond.golden: copy it over")
+		t.Error("docs/operating.md's sample of `starter run status` is not testdata/diamond.golden: copy it over")
 	}
 }

@@ -327,7 +327,7 @@ func parseArgs(args []string) (invocation, error) {
 
 const usageFooter = `TLS, API keys and profiles come from the temporal CLI's profile file and
 environment (TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_CONFIG_FILE,
-TEMPORAL_PROFILE; README, "Configuration"), payload encryption from
+TEMPORAL_PROFILE; docs/configuration.md), payload encryption from
 KARVI_TEMPORAL_CODEC_KEY. KARVI_EDDA_TIME_SCALE (tests and soaks: at 60 a
 minute lasts a second) is handed to the tasks, runs and pools it starts, as
 the worker's -time-scale. "starter <command> -h" shows a command's flags.
@@ -344,7 +344,7 @@ func printUsage(w io.Writer, c *command) {
 		fs.PrintDefaults()
 		return
 	}
-	fmt.Fprint(w, "starter: start and operate karvi task workflows\n\n"+
+	fmt.Fprint(w, "starter: start and operate karvi tasks, runs of dependent tasks, agent slot pools,\nagent accounts, schedule intents and the karvi intake on Temporal\n\n"+
 		"Usage: starter [connection flags] <command> [flags] <argument>\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
 	for _, c := range commands {

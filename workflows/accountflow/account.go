@@ -45,10 +45,6 @@ func AccountWorkflow(ctx workflow.Context, in accountapi.Input) error {
 	return a.loop()
 }
 
-// versionPauseMemo names the change that keeps the pause in the memo
-// (accountapi.MemoPause).
-const versionPauseMemo = "pause-memo"
-
 // publish writes the pause to the memo, where joining workers read it.
 func (a *accountFlow) publish(ctx workflow.Context) error {
 	if !a.memo {

@@ -9,11 +9,6 @@ import (
 	"karvi-edda-temporal/api/task"
 )
 
-// versionNotifyEnds names the change that sends the blocked, host_lost and
-// run_ended notifications. Histories recorded before it replay without
-// them.
-const versionNotifyEnds = "notify-ends"
-
 // NotifyOn reports whether this workflow sends the notifications of
 // versionNotifyEnds. It is asked only where one is about to be sent, so
 // a workflow that never sends one records no marker.

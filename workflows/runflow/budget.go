@@ -100,11 +100,6 @@ func spentPast(total, acknowledged float64) bool {
 	return total > acknowledged+1e-9
 }
 
-// versionBudgetPause names the change that lets a run's budget pause the
-// run; runs recorded before it could not have a pause budget. Version 2
-// tells the webhook that the run waits for a person.
-const versionBudgetPause = "run-budget-pause"
-
 // pauseForBudget pauses an active run for its spent budget and tells it on
 // the run and on the brief of every task running. A run a person paused
 // stays paused for them; it pauses for the budget once they resume it.

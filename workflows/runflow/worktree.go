@@ -22,12 +22,6 @@ var gitActs *runact.GitActivities
 // task counts as done for its dependents. A conflict leaves the task to a
 // person (needs-human-rebase); their `retry` merges again.
 
-// versionGitStepFailsTask names the change that made a git step that
-// exhausted its retries fail the task it was for (or, for the feature
-// branch, the tasks that would start) instead of the whole run, whose
-// children were then abandoned and whose status.json said active for ever.
-const versionGitStepFailsTask = "run-git-step-fails-task"
-
 // gitStepFailsTask: a failed git step fails its task, and the run goes on.
 // Asked only when a step failed, so histories without one replay as they
 // were.

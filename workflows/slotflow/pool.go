@@ -57,9 +57,6 @@ func SlotPoolWorkflow(ctx workflow.Context, in slotapi.PoolInput) error {
 	return p.loop()
 }
 
-// versionFairPools marks pools whose line is served by turns (slots.Pool.Fair).
-const versionFairPools = "fair-pools"
-
 // poolState is what a pool carries across continue-as-new.
 type poolState struct {
 	Pool       slots.Pool    `json:"pool"`

@@ -36,13 +36,6 @@ type BudgetState struct {
 	Acked float64 `json:"acked,omitempty"`
 }
 
-// versionNotesInline names the change that reads notes where they are
-// used instead of in a coroutine of their own: the root coroutine runs
-// first in a workflow task, so a note that came with the checkpoint before
-// continue-as-new reached that coroutine only after the state was handed
-// over, and was lost.
-const versionNotesInline = "notes-inline"
-
 // listenForNotes makes the notes the task's run sends reach the state:
 // read where they are applied and before continue-as-new (takeNotes), or,
 // in histories recorded before that, queued by a coroutine.
@@ -283,12 +276,6 @@ func (r *taskRun) budgetRaised() string {
 // once, as it ends any one task's pause, and acknowledges what was spent
 // (BudgetState.Acked): the task goes on past its budget until it spends
 // more than that, then pauses again at the next checkpoint that shows it.
-
-// versionBudgetPauseEnds names the change from which a budget pause ends
-// only as above. Before it, an account's notice ended a budget pause (or
-// gave it the account's reset) and, after any resume, the spent budget
-// was never checked again.
-const versionBudgetPauseEnds = "budget-pause-ends"
 
 // budgetPauseOwnsItsEnd says whether this workflow ends a budget pause
 // only on a raised budget or a resume (versionBudgetPauseEnds). Asked

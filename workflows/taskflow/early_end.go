@@ -16,10 +16,6 @@ import (
 // attempt that ends otherwise may loop, and the next attempt's workflow
 // starts under the same id, which needs the last one closed.
 
-// versionEarlyEnd names the change that signals the run when an attempt
-// completed, before the final status write.
-const versionEarlyEnd = "run-early-end"
-
 // tellRunEnded signals the parent run that the attempt completed, when the
 // task is a run's and no redispatch is pending (that would start another
 // attempt after the status write). It returns the signal's future, or nil

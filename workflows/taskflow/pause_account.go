@@ -32,11 +32,6 @@ import (
 // A paused task also gives its agent slot back and takes one again before
 // it resumes.
 
-// versionAccountPause names the change that made a task share its
-// account's pauses and give its slot back while paused. Only tasks with an
-// account (or a slot pool) ask for it.
-const versionAccountPause = "account-pause"
-
 // accountKey is the task's agent account, "" for none.
 func (r *taskRun) accountKey() string {
 	if r.st.Account != "" {
@@ -114,13 +109,6 @@ func (r *taskRun) adoptWorkersAccount(claim taskact.ClaimHostResult) bool {
 	}
 	return false
 }
-
-// versionJoinedUnread names the change that makes a task whose join went
-// to its account, but whose read of the account's pause failed, a member
-// that leaves at the end; before it, the task took itself as no member,
-// sent no leave, and the account kept signalling whatever workflow later
-// held the task's id.
-const versionJoinedUnread = "account-joined-unread"
 
 // joinedUnread says whether this run of the workflow takes a join whose
 // read failed as a membership. Asked only when such a join happened, so

@@ -23,11 +23,6 @@ import (
 // update), is answered at once, and when it has to wait in line hears of
 // its turn by signal, listening for abort and redispatch meanwhile.
 
-// versionAgentSlots names the change that added slot waits. It is only
-// asked for by tasks that name a pool, so every other task's history is
-// what it was.
-const versionAgentSlots = "agent-slots"
-
 // slotGrace is how long past its timeout a waiter waits for the pool's
 // refusal before it withdraws by itself (the pool is slow or gone): a
 // pool's check interval by default, so both follow the task's time scale.
@@ -109,10 +104,6 @@ func (r *taskRun) askPool() (slots.Answer, error) {
 	}
 	return ans, nil
 }
-
-// versionSlotAskAgain names the change that made a waiter ask its pool
-// again from time to time.
-const versionSlotAskAgain = "slot-ask-again"
 
 // awaitSlot waits in line for the pool's notice, a signal, or, with a
 // timeout, the moment the pool should have refused.

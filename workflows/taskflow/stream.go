@@ -145,10 +145,6 @@ func (r *taskRun) countStream(c activities.StreamCounts) {
 	r.st.Counts.StreamDropped += c.Dropped
 }
 
-// versionStreamFlush names the local activity that stores the steps left
-// at the workflow's end.
-const versionStreamFlush = "stream-flush"
-
 // flushSteps stores the steps no activity is left to carry. A failure is
 // logged: the task's outcome does not depend on its stream.
 func (r *taskRun) flushSteps() {

@@ -163,10 +163,6 @@ func (r *taskRun) setup() error {
 	return nil
 }
 
-// versionDeliverInTail names the change that moved brief delivery into
-// the tail activity.
-const versionDeliverInTail = "deliver-in-tail"
-
 func (r *taskRun) run() (taskapi.Result, error) {
 	// One marker versions both changes a task's history records at its
 	// start: version 1 delivers in the tail, version 2 also routes an
@@ -497,16 +493,13 @@ func (r *taskRun) settleBrief(o mapping.Outcome) {
 		return
 	}
 	// Histories recorded before this patch existed have no marker here.
-	if workflow.GetVersion(r.ctx, settleChange, workflow.DefaultVersion, 1) < 1 {
+	if workflow.GetVersion(r.ctx, versionSettle, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	a.Brief = settled
 	r.showDetails()
 	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
 }
-
-// settleChange versions the settling patch at the end of an attempt.
-const settleChange = "settle-brief"
 
 // sendPatches sends patches the workflow made itself, in order, in a local
 // activity: the skeleton and per-batch patches of the earlier path, and the
