@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // -update rewrites testdata/*.golden from the code. Read every rewritten
@@ -17,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the code
 
 type scenario struct {
 	name string
-	view func(t *testing.T) (runapi.View, time.Time)
+	view func(t *testing.T) (View, time.Time)
 	// check asserts what the scenario is about, so a golden rewritten
 	// with a mistake in it still fails.
 	check func(t *testing.T, out string)

@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func accountFlag(fs *flag.FlagSet, o *options) {
@@ -35,12 +35,8 @@ func accountCmd(e *env, cl client.Client) error {
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
 	}
-	v, err := cl.QueryWorkflow(e.ctx, accountapi.WorkflowID(o.account), "", accountapi.QueryAccount)
+	view, err := accountapi.Accounts{Client: cl}.View(e.ctx, o.account)
 	if err != nil {
-		return fmt.Errorf("account %s: %w", o.account, err)
-	}
-	var view accountapi.View
-	if err := v.Get(&view); err != nil {
 		return fmt.Errorf("account %s: %w", o.account, err)
 	}
 	return printAccount(e.stdout, view, o.json)
@@ -62,20 +58,7 @@ func accountResumeCmd(e *env, cl client.Client) error {
 // resumeAccount ends the account's pause; every task paused for it
 // resumes.
 func resumeAccount(ctx context.Context, cl client.Client, taskQueue, account, reason string) (accountapi.View, error) {
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(accountapi.StartOptions(account, taskQueue),
-			accountapi.WorkflowName, accountapi.Input{Account: account}),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   accountapi.WorkflowID(account),
-			UpdateName:   accountapi.UpdateResume,
-			Args:         []any{accountapi.ResumeRequest{Reason: reason}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	var view accountapi.View
-	if err == nil {
-		err = h.Get(ctx, &view)
-	}
+	view, err := accountapi.Accounts{Client: cl, TaskQueue: taskQueue}.Resume(ctx, account, reason)
 	if err != nil {
 		return view, fmt.Errorf("account %s: resume: %w", account, err)
 	}

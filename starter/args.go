@@ -10,9 +10,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // command is one subcommand: its argument, what it does, and its own flags.

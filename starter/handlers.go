@@ -5,10 +5,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The handlers of the commands table's rows (args.go), in its order.
@@ -101,8 +101,8 @@ func eventsCmd(e *env, cl client.Client) error {
 }
 
 func resultCmd(e *env, cl client.Client) error {
-	var res taskapi.Result
-	if err := cl.GetWorkflow(e.ctx, taskapi.WorkflowID(e.inv.arg), "").Get(e.ctx, &res); err != nil {
+	res, err := taskapi.Tasks{Client: cl}.Result(e.ctx, e.inv.arg, "")
+	if err != nil {
 		return fmt.Errorf("task %s: %w", e.inv.arg, err)
 	}
 	return printJSON(e.stdout, res)

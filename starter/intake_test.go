@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/intake"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 func TestIntakeStatusArgs(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func reportFlag(fs *flag.FlagSet, o *options) {

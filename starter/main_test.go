@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The dry run prints exactly the plan BuildPlan makes for the full dispatch

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run budget set <slug> -budget N` is a command of three words; its

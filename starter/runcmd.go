@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // startRun starts the run workflow of a run file. The file is checked here
@@ -39,15 +39,7 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
 		Budget: budget, Pool: inv.opts.pool, Tuning: taskapi.WithScale(nil, scale)}
 	id := runapi.WorkflowID(r.Slug)
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                taskQueue,
-		StaticSummary:                            fmt.Sprintf("Run %s: %s (%d tasks)", r.Slug, r.Title, len(r.Tasks)),
-		StaticDetails:                            runDetails(r),
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, runapi.RunWorkflowName, in)
+	run, err := runapi.Runs{Client: cl, TaskQueue: taskQueue}.Start(ctx, in, runapi.StartOptions{})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -68,37 +60,11 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{}))
 }
 
-// runDetails is the Web UI's static details of a run: its goal and tasks.
-func runDetails(r runplan.Run) string {
-	s := fmt.Sprintf("**%s**\n\n", r.Title)
-	if r.Goal != "" {
-		s += r.Goal + "\n\n"
-	}
-	s += fmt.Sprintf("%d tasks, concurrency %d", len(r.Tasks), r.Concurrency)
-	if r.Repo != "" {
-		s += ", repository " + r.Repo
-	}
-	return s
-}
-
 // updateRun sends one of the run's updates and waits for its answer: a
 // refusal comes back with the run's reason.
 func updateRun(ctx context.Context, cl client.Client, slug, name string, arg any, stdout io.Writer) error {
 	id := runapi.WorkflowID(slug)
-	var args []any
-	if arg != nil {
-		args = []any{arg}
-	}
-	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   id,
-		UpdateName:   name,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, nil)
-	}
-	if err != nil {
+	if err := (runapi.Runs{Client: cl}).Update(ctx, slug, name, arg); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fmt.Errorf("run %s has no running workflow (%s): nothing to %s", slug, id, name)
@@ -115,21 +81,17 @@ func updateRun(ctx context.Context, cl client.Client, slug, name string, arg any
 // The request is checked against the ended run first, so a refusal starts
 // nothing.
 func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req runapi.TaskRequest, stdout io.Writer) error {
-	id := runapi.WorkflowID(slug)
-	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	runs := runapi.Runs{Client: cl}
+	desc, err := runs.Describe(ctx, slug)
 	if err != nil {
 		return runError(slug, "describe", err)
 	}
 	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return updateRun(ctx, cl, slug, name, req, stdout)
 	}
-	v, err := cl.QueryWorkflow(ctx, id, "", runapi.QueryHandover)
-	if err != nil {
-		return runError(slug, "read where it ended", err)
-	}
 	var in runapi.RunInput
-	if err := v.Get(&in); err != nil {
-		return fmt.Errorf("run %s: handover: %w", slug, err)
+	if err := runs.Query(ctx, slug, runapi.QueryHandover, &in); err != nil {
+		return runError(slug, "read where it ended", err)
 	}
 	// The handover comes packed: read it plain, start from it as it came.
 	plain, err := in.Unpack()
@@ -142,19 +104,8 @@ func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req r
 	in.Reopen = &runapi.Reopen{Update: name, Task: req}
 	// The reopened run goes where the run ran, whatever queue this starter
 	// would start new work on.
-	taskQueue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
-	r, err := runplan.Parse(plain.Run)
-	if err != nil {
-		return err
-	}
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                taskQueue,
-		StaticSummary:            fmt.Sprintf("Run %s: %s (%d tasks), reopened to %s %s", r.Slug, r.Title, len(r.Tasks), name, req.Task),
-		StaticDetails:            runDetails(r),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, runapi.RunWorkflowName, in)
+	runs.TaskQueue = desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	run, err := runs.Start(ctx, in, runapi.StartOptions{Reopened: name + " " + req.Task})
 	if err != nil {
 		return fmt.Errorf("reopen run %s: %w", slug, err)
 	}

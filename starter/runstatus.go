@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run status` shows where a run stands, as the run workflow's view query
@@ -56,18 +56,14 @@ type runQuerier interface {
 type temporalRuns struct{ cl client.Client }
 
 func (r temporalRuns) query(ctx context.Context, slug, name string, out any, args ...any) error {
-	v, err := r.cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", name, args...)
-	if err != nil {
+	if err := (runapi.Runs{Client: r.cl}).Query(ctx, slug, name, out, args...); err != nil {
 		return runError(slug, "query "+name, err)
-	}
-	if err := v.Get(out); err != nil {
-		return fmt.Errorf("run %s: decode the %s query's answer: %w", slug, name, err)
 	}
 	return nil
 }
 
 func (r temporalRuns) closed(ctx context.Context, slug string) (bool, string, error) {
-	desc, err := r.cl.DescribeWorkflowExecution(ctx, runapi.WorkflowID(slug), "")
+	desc, err := runapi.Runs{Client: r.cl}.Describe(ctx, slug)
 	if err != nil {
 		return false, "", runError(slug, "describe", err)
 	}

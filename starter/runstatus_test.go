@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // fakeRuns answers `run status` as a run workflow would: each query gets

@@ -14,9 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"karvi-edda-temporal/api/intent"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // `schedule ...` operates schedule intents: a dispatch or a run file fired

@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // checkSlotFlags refuses slot flags that cannot work, before anything
@@ -107,19 +107,7 @@ func setSlots(ctx context.Context, cl client.Client, taskQueue, pool string, req
 		limits.MaxTotal = *req.MaxTotal
 	}
 	in.Limits = &limits
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, taskQueue), slotapi.PoolWorkflowName, in),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   slotapi.WorkflowID(pool),
-			UpdateName:   slotapi.UpdateSet,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	var view slotapi.View
-	if err == nil {
-		err = h.Get(ctx, &view)
-	}
+	view, err := slotapi.Pools{Client: cl, TaskQueue: taskQueue}.Set(ctx, in, req)
 	if err != nil {
 		return fmt.Errorf("pool %s: set: %w", pool, err)
 	}
@@ -290,10 +278,5 @@ func runningPools(ctx context.Context, cl client.Client) ([]listedPool, error) {
 }
 
 func queryPool(ctx context.Context, cl client.Client, pool string) (slotapi.View, error) {
-	var view slotapi.View
-	v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots)
-	if err == nil {
-		err = v.Get(&view)
-	}
-	return view, err
+	return slotapi.Pools{Client: cl}.View(ctx, pool)
 }

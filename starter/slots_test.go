@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func TestSlotsCommandLines(t *testing.T) {

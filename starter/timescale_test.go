@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func withEnv(t *testing.T, m map[string]string) {

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 type config struct {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func getenv(m map[string]string) func(string) string {

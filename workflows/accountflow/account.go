@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/api/account"
 )
 
 // AccountWorkflow keeps one agent account's pause: a small entity

@@ -13,12 +13,12 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // runActs is only used for its method values, like acts.

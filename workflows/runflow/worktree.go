@@ -6,10 +6,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/internal/worktree"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // gitActs holds the git activities, referenced by method so their names

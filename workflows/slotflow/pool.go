@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // slotActs is only used for its method values, like acts.

@@ -6,11 +6,11 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Between two deliveries the workflow owns the brief (no tail is writing

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An attempt as it runs today: one activity starts it, then the delivering

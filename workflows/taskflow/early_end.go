@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run learns that a task completed from the task itself, in the same

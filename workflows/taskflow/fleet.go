@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An attempt in a fleet of worker hosts (docs/fleet.md). StartAttempt goes

@@ -14,12 +14,12 @@ import (
 	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // accountRig is a conductor that runs until it is interrupted (or, once
@@ -548,7 +548,7 @@ func TestWorkersAccountJoinedUnreadTakesThePauseTheAccountSent(t *testing.T) {
 func TestOwnAccountJoinedUnreadLeavesAtTheEnd(t *testing.T) {
 	env, c := newAccountRig(t)
 	c.joinErr = temporal.NewApplicationError("joined account team, its pause not read: context deadline exceeded",
-		accountact.ErrJoinedUnread)
+		accountapi.ErrJoinedUnread)
 	c.completeAtOnce = true
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
 	require.NoError(t, env.GetWorkflowError())

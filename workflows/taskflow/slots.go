@@ -9,17 +9,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
-
-// slotActs holds the slot activities, referenced by method
-// so their names stay the ones the worker registers.
-var slotActs *slotact.Activities
 
 // A task that names an agent slot pool (TaskInput.Slots) waits for a slot
 // before each attempt's conductor starts and gives it back when the
@@ -100,7 +95,7 @@ func (r *taskRun) askPool() (slots.Answer, error) {
 	k := r.slotKey()
 	var ans slots.Answer
 	err := workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("acquire a slot in pool %s for %s", pool, k)),
-		slotActs.AcquireSlot, slotact.AcquireSlotRequest{Pool: pool, Request: slots.Request{
+		slotapi.ActivityAcquireSlot, slotapi.AcquireSlotRequest{Pool: pool, Request: slots.Request{
 			Key: k, Run: req.Run, NoWait: req.NoWait, Timeout: req.Timeout,
 			Owner: slots.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID},
 		}}).Get(r.ctx, &ans)

@@ -8,11 +8,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A stall is a phase whose conductor writes no event and whose agent

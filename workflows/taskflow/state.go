@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // State is everything a task workflow knows. It is carried whole across

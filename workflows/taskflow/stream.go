@@ -8,10 +8,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The task's canonical event stream, as the workflow writes it. Each step

@@ -11,11 +11,11 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // acts is only used for its method values: the compiler checks the activity
