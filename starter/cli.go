@@ -372,7 +372,7 @@ prints a shell completion script.
 func printUsage(w io.Writer, path string) {
 	tree := commandTree()
 	n := find(tree, path)
-	if n == nil {
+	if n == nil || path == "help" {
 		n, path = tree, ""
 	}
 	if c := lookup(path); c != nil {

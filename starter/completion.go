@@ -168,12 +168,24 @@ func zshCompletion(nodes []completionNode) string {
 		"#   source <(starter completion zsh)\n" +
 		"_starter() {\n" +
 		"\tlocal -A subs flags values files\n")
-	for _, n := range nodes {
-		k := quote(n.key)
-		fmt.Fprintf(&b, "\tsubs[%s]=%s flags[%s]=%s values[%s]=%s\n", k, quote(names(n.subs)), k, quote(names(n.flags)), k, quote(strings.Join(n.values, " ")))
-		if n.files {
-			fmt.Fprintf(&b, "\tfiles[%s]=1\n", k)
+	// zsh keeps the quotes of a subscript in the key: the tables are set
+	// from lists of key and value instead.
+	for _, table := range []struct {
+		name string
+		of   func(completionNode) (string, bool)
+	}{
+		{"subs", func(n completionNode) (string, bool) { return names(n.subs), true }},
+		{"flags", func(n completionNode) (string, bool) { return names(n.flags), true }},
+		{"values", func(n completionNode) (string, bool) { return strings.Join(n.values, " "), true }},
+		{"files", func(n completionNode) (string, bool) { return "1", n.files }},
+	} {
+		fmt.Fprintf(&b, "\t%s=(\n", table.name)
+		for _, n := range nodes {
+			if v, ok := table.of(n); ok {
+				fmt.Fprintf(&b, "\t\t%s %s\n", quote(n.key), quote(v))
+			}
 		}
+		b.WriteString("\t)\n")
 	}
 	// zsh's $path is the PATH array: the node is "node".
 	b.WriteString("\tlocal node=starter w f i skip=0\n" +
