@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -464,5 +463,5 @@ func commandPaths(tree *ffcli.Command) []string {
 		}
 	}
 	walk(tree)
-	return slices.Clip(paths)
+	return paths
 }
