@@ -16,8 +16,26 @@ import (
 	"karvi-edda-temporal/costs"
 )
 
-func accountFlag(fs *flag.FlagSet, o *options) {
+// accountOpts: the account to show.
+type accountOpts struct {
+	account string
+	jsonOpts
+}
+
+func (o *accountOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.account, "account", "", "agent `account` (default default.<task-queue>, the account the workers of the queue give tasks that name none)")
+	o.jsonOpts.flags(fs)
+}
+
+// accountResumeOpts: the account to resume.
+type accountResumeOpts struct {
+	accountOpts
+	reasonOpts
+}
+
+func (o *accountResumeOpts) flags(fs *flag.FlagSet) {
+	o.accountOpts.flags(fs)
+	o.reasonOpts.flags(fs)
 }
 
 // accountOrDefault is the account asked for, else the task queue's
@@ -29,8 +47,7 @@ func accountOrDefault(account, queue string) string {
 	return account
 }
 
-func accountCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
+func accountCmd(e *env, cl client.Client, o *accountOpts) error {
 	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
@@ -42,8 +59,7 @@ func accountCmd(e *env, cl client.Client) error {
 	return printAccount(e.stdout, view, o.json)
 }
 
-func accountResumeCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
+func accountResumeCmd(e *env, cl client.Client, o *accountResumeOpts) error {
 	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
@@ -79,22 +95,21 @@ func printAccount(w io.Writer, v accountapi.View, asJSON bool) error {
 	return nil
 }
 
-func budgetSetFlags(fs *flag.FlagSet, o *options) {
-	fs.Float64Var(&o.budgetUSD, "budget", 0, "the task's new spending limit in `USD` (required)")
-	fs.StringVar(&o.budgetAction, "budget-action", "", "block, warn or pause (default: keep the task's)")
-}
-
 // budgetSetCmd sets a running task's budget; a task paused for its budget
-// resumes when the new one is not spent.
-func budgetSetCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
-	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+// resumes when the new one is not spent. The budget is checked before
+// Temporal is dialled.
+func budgetSetCmd(e *env, o *budgetChangeOpts) error {
+	b := costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if b.Action == "" {
 		b.Action = costs.Warn // only to check the amount
 	}
 	if err := b.Validate(); err != nil {
 		return &usageError{msg: err.Error()}
 	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
 	return signalTask(e.ctx, cl, e.inv.arg, taskapi.SignalBudget,
-		taskapi.BudgetSignal{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, e.stdout)
+		taskapi.BudgetSignal{LimitUSD: o.usd, Action: costs.Action(o.action)}, e.stdout)
 }

@@ -19,11 +19,11 @@ import (
 )
 
 // budgetOf reads -budget and -budget-action; nil without a budget.
-func budgetOf(o options) (*costs.Budget, error) {
-	if o.budgetUSD == 0 {
+func budgetOf(o budgetOpts) (*costs.Budget, error) {
+	if o.usd == 0 {
 		return nil, nil
 	}
-	b := &costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+	b := &costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if err := b.Validate(); err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
@@ -31,24 +31,28 @@ func budgetOf(o options) (*costs.Budget, error) {
 }
 
 // runBudgetRequest reads the flags of `run budget set`.
-func runBudgetRequest(o options) (runapi.BudgetRequest, error) {
-	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+func runBudgetRequest(o budgetChangeOpts) (runapi.BudgetRequest, error) {
+	b := costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if b.Action == "" {
 		b.Action = costs.Warn // only to check the amount
 	}
 	if err := b.Validate(); err != nil {
 		return runapi.BudgetRequest{}, &usageError{msg: err.Error()}
 	}
-	return runapi.BudgetRequest{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, nil
+	return runapi.BudgetRequest{LimitUSD: o.usd, Action: costs.Action(o.action)}, nil
 }
 
 // runBudgetSetCmd sets a run's budget, checked here first.
-func runBudgetSetCmd(e *env) error {
-	req, err := runBudgetRequest(e.inv.opts)
+func runBudgetSetCmd(e *env, o *budgetChangeOpts) error {
+	req, err := runBudgetRequest(*o)
 	if err != nil {
 		return err
 	}
-	return runUpdate(runapi.UpdateBudget, func(options) any { return req })(e)
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	return updateRun(e.ctx, cl, e.inv.arg, runapi.UpdateBudget, req, e.stdout)
 }
 
 // printTaskOrRunCost prints a task's spending, or a run's when no task has

@@ -47,7 +47,7 @@ type eventsOptions struct {
 	Loc *time.Location
 }
 
-func eventsOptionsFor(w io.Writer, o options) eventsOptions {
+func eventsOptionsFor(w io.Writer, o eventsOpts) eventsOptions {
 	return eventsOptions{Follow: o.follow, Since: o.since, JSON: o.json, Color: !o.json && isTerminal(w), Loc: time.Local}
 }
 

@@ -16,7 +16,12 @@ import (
 	"karvi-edda-temporal/api/intake"
 )
 
-func intakeFlags(fs *flag.FlagSet, o *options) {
+type intakeOpts struct {
+	board string
+	json  bool
+}
+
+func (o *intakeOpts) flags(fs *flag.FlagSet) {
 	def := os.Getenv("KARVI_URL")
 	if def == "" {
 		def = "http://localhost:3461"

@@ -11,7 +11,9 @@ import (
 	"karvi-edda-temporal/jobview"
 )
 
-func reportFlag(fs *flag.FlagSet, o *options) {
+type jobOpts struct{ report bool }
+
+func (o *jobOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.report, "report", false, "a summary for a person instead of JSON: the verdict, then each attempt and each step's time and cost")
 }
 

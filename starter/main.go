@@ -52,17 +52,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	if err := checkSlotFlags(inv); err != nil {
+	if err := checkFlags(inv); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if inv.cmd.run == nil {
-		return fmt.Errorf("command %q has no implementation", inv.cmd.name)
-	}
 	e := &env{ctx: ctx, inv: inv, stdin: stdin, stdout: stdout}
 	defer e.close()
-	return inv.cmd.run(e)
+	return inv.run(e)
 }
 
 // env is what a command's handler works with: its parsed command line, its
@@ -75,6 +72,8 @@ type env struct {
 	stdout io.Writer
 	cl     client.Client
 	queue  string
+	// conn is the connection cl was dialled with.
+	conn temporalconn.Config
 }
 
 // client dials Temporal as the connection flags say, once.
@@ -90,24 +89,13 @@ func (e *env) client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cl, e.queue = cl, conn.TaskQueue
+	e.cl, e.queue, e.conn = cl, conn.TaskQueue, conn
 	return cl, nil
 }
 
 func (e *env) close() {
 	if e.cl != nil {
 		e.cl.Close()
-	}
-}
-
-// withClient is a handler that needs Temporal: it gets the client dialled.
-func withClient(f func(e *env, cl client.Client) error) func(*env) error {
-	return func(e *env) error {
-		cl, err := e.client()
-		if err != nil {
-			return err
-		}
-		return f(e, cl)
 	}
 }
 

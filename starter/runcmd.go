@@ -19,8 +19,8 @@ import (
 
 // startRun starts the run workflow of a run file. The file is checked here
 // first, so a bad one is refused before anything reaches Temporal.
-func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invocation, stdin io.Reader, stdout io.Writer) error {
-	data, err := readInput(inv.arg, stdin)
+func startRun(ctx context.Context, cl client.Client, taskQueue, file string, o runStartOpts, stdin io.Reader, stdout io.Writer) error {
+	data, err := readInput(file, stdin)
 	if err != nil {
 		return fmt.Errorf("read run file: %w", err)
 	}
@@ -28,7 +28,7 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	budget, err := budgetOf(inv.opts)
+	budget, err := budgetOf(o.budgetOpts)
 	if err != nil {
 		return err
 	}
@@ -36,8 +36,8 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
-		Budget: budget, Pool: inv.opts.pool, Tuning: taskapi.WithScale(nil, scale)}
+	in := runapi.RunInput{Run: json.RawMessage(data), Repo: o.repo, FeatureBranch: o.featureBranch,
+		Budget: budget, Pool: o.pool, Tuning: taskapi.WithScale(nil, scale)}
 	id := runapi.WorkflowID(r.Slug)
 	run, err := runapi.Runs{Client: cl, TaskQueue: taskQueue}.Start(ctx, in, runapi.StartOptions{})
 	if err != nil {
@@ -48,16 +48,16 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
 	fmt.Fprintf(stdout, "started %s run %s: %d tasks, concurrency %d\n", id, run.GetRunID(), len(r.Tasks), r.Concurrency)
-	if inv.opts.follow {
-		return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{follow: true}))
+	if o.follow {
+		return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, runStatusOpts{follow: true}))
 	}
-	if !inv.opts.wait {
+	if !o.wait {
 		return nil
 	}
 	if err := run.Get(ctx, nil); err != nil {
 		return fmt.Errorf("run %s: %w", r.Slug, err)
 	}
-	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{}))
+	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, runStatusOpts{}))
 }
 
 // updateRun sends one of the run's updates and waits for its answer: a

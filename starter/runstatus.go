@@ -32,7 +32,9 @@ const runPoll = time.Second
 // clearScreen moves the cursor home and clears a terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func runStatusFlags(fs *flag.FlagSet, o *options) {
+type runStatusOpts struct{ follow, json bool }
+
+func (o *runStatusOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.follow, "follow", false, "redraw as the run changes until it ends")
 	fs.BoolVar(&o.json, "json", false, "print the run's status.json document instead of the view")
 }
@@ -101,7 +103,7 @@ type runStatusOptions struct {
 	Poll time.Duration
 }
 
-func runStatusOptionsFor(w io.Writer, o options) runStatusOptions {
+func runStatusOptionsFor(w io.Writer, o runStatusOpts) runStatusOptions {
 	return runStatusOptions{
 		JSON: o.json, Follow: o.follow, Terminal: isTerminal(w),
 		Now: time.Now, Location: time.Local, Poll: runPoll,
