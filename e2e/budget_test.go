@@ -14,14 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run with a $0.50 block budget whose tasks cost $0.60 each: once the

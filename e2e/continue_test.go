@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A long event stream makes the workflow continue-as-new several times on a

@@ -16,10 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // `starter events -follow`, run beside a task whose worker is SIGKILLed in

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The worker's fence sweeps its live conductors every minute, stopping

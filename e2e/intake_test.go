@@ -24,6 +24,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
@@ -31,9 +34,6 @@ import (
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows/intakeflow"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // intakeRig is a rig whose worker follows its karvi fake's board.

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 const karviToken = "e2e-karvi-token-7c1f"

@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task on its own that ends blocked, and a run that ends: the webhook

@@ -16,11 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An agent that hits its usage limit in the implement phase, as Claude

@@ -18,12 +18,12 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // phaseEnv is the env the simulator gave a phase's agent in one attempt.

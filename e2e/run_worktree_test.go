@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 func git(t *testing.T, dir string, args ...string) string {

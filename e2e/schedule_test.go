@@ -19,12 +19,12 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // intents drives schedule intents on a rig: through the starter, as a

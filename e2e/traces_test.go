@@ -16,14 +16,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/jaeger"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/traces"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task traced into a real Jaeger, its worker SIGKILLed in the middle of

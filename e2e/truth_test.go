@@ -16,12 +16,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // truthCase is one way an attempt ends without a terminal event, and what

@@ -25,12 +25,12 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/proc"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // conductorHandle reads the run record of a task's plan.

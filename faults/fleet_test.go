@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/temporalproto"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A fleet of three hosts (hosts_test.go) on one task queue: each task's

@@ -32,11 +32,11 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/task"
 	hostq "karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fleetRig is a rig (the shared queue, its client, karvi) with hosts.

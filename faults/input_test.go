@@ -20,9 +20,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fakeEddaScript stands in for edda: `conduct run PLAN --cwd DIR --json`

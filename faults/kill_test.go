@@ -23,9 +23,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // faultSeed is the seed of a randomised fault test: FAULTS_SEED when set (to

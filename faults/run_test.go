@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/testrig"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // A run of 12 dependent tasks while its only worker is SIGKILLed again and

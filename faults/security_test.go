@@ -37,12 +37,12 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/codec"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // secretBook makes unique, deterministic secrets and remembers every one,

@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/testkit/testrig"
 	"karvi-edda-temporal/testkit/wait"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // assertConsistent checks that a finished task tells one story everywhere:

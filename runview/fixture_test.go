@@ -11,7 +11,6 @@ import (
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // t0 is when every fixture run is created.
@@ -26,8 +25,8 @@ type fixture struct {
 	run   runplan.Run
 	s     runstatus.Status
 	now   time.Time
-	extra map[string]*runapi.TaskView
-	view  runapi.View
+	extra map[string]*TaskView
+	view  View
 }
 
 func newFixture(t *testing.T, runFile []byte) *fixture {
@@ -36,9 +35,9 @@ func newFixture(t *testing.T, runFile []byte) *fixture {
 	if err != nil {
 		t.Fatalf("run file: %v", err)
 	}
-	f := &fixture{t: t, run: r, s: runstatus.New(r, t0), now: t0, extra: map[string]*runapi.TaskView{}}
+	f := &fixture{t: t, run: r, s: runstatus.New(r, t0), now: t0, extra: map[string]*TaskView{}}
 	for _, task := range r.Tasks {
-		f.extra[task.ID] = &runapi.TaskView{}
+		f.extra[task.ID] = &TaskView{}
 	}
 	return f
 }
@@ -123,7 +122,7 @@ func (f *fixture) stalled(id string, want runstatus.Escalation) {
 
 // View is what the run workflow's view query answers, after the trip
 // through JSON a query makes.
-func (f *fixture) View() runapi.View {
+func (f *fixture) View() View {
 	f.t.Helper()
 	v := f.view
 	v.Slug, v.Title, v.Concurrency = f.run.Slug, f.run.Title, f.run.Concurrency
@@ -133,7 +132,7 @@ func (f *fixture) View() runapi.View {
 	for _, task := range f.run.Tasks {
 		tv := *f.extra[task.ID]
 		tv.ID, tv.Title, tv.Depends = task.ID, task.Title, task.Depends
-		tv.WorkflowID = runapi.TaskWorkflowID(task.ID)
+		tv.WorkflowID = "karvi-task-" + task.ID
 		v.Tasks = append(v.Tasks, tv)
 		if f.s.Tasks[task.ID].Status == runstatus.TaskRunning {
 			v.Running++
@@ -144,7 +143,7 @@ func (f *fixture) View() runapi.View {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var out runapi.View
+	var out View
 	if err := json.Unmarshal(data, &out); err != nil {
 		f.t.Fatal(err)
 	}
@@ -154,14 +153,14 @@ func (f *fixture) View() runapi.View {
 // The scenarios of the goldens. Each returns the view and the moment it is
 // drawn at.
 
-func freshRun(t *testing.T) (runapi.View, time.Time) {
+func freshRun(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	return f.View(), t0.Add(5 * time.Second)
 }
 
 // runningDiamond: schema done, api and ui running (ui on its second
 // attempt), e2e waiting for both; lint and changelog done on the side.
-func runningDiamond(t *testing.T) (runapi.View, time.Time) {
+func runningDiamond(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	f.startRun()
 	f.start("schema", "lint")
@@ -177,7 +176,7 @@ func runningDiamond(t *testing.T) (runapi.View, time.Time) {
 
 // stalledDiamond: runningDiamond whose api has shown no progress since
 // 03:07:00.
-func stalledDiamond(t *testing.T) (runapi.View, time.Time) {
+func stalledDiamond(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	f.startRun()
 	f.start("schema", "lint")
@@ -207,7 +206,7 @@ const cascadeRun = `{
 
 // failureCascade: base and auth failed; everything downstream is blocked,
 // e2e by both; tool still runs.
-func failureCascade(t *testing.T) (runapi.View, time.Time) {
+func failureCascade(t *testing.T) (View, time.Time) {
 	f := newFixture(t, []byte(cascadeRun))
 	f.startRun()
 	f.start("base", "auth", "tool")
@@ -219,7 +218,7 @@ func failureCascade(t *testing.T) (runapi.View, time.Time) {
 // pausedRun: lint stalled on sonnet, was upgraded to opus, stalled again
 // and went to a person; then the operator paused the run with api and ui
 // running.
-func pausedRun(t *testing.T) (runapi.View, time.Time) {
+func pausedRun(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	f.startRun()
 	f.start("schema", "lint")
@@ -241,7 +240,7 @@ func pausedRun(t *testing.T) (runapi.View, time.Time) {
 // rebaseConflict: a run in a repository; ui could not be merged into the
 // feature branch and waits for a person to rebase it; api and ui changed
 // the same files.
-func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
+func rebaseConflict(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	f.view.Repo = "/srv/work/webapp"
 	f.view.StatusFile = "/srv/work/webapp/.karimo/prds/user-profiles/status.json"
@@ -264,7 +263,7 @@ func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
 	ui.ConflictFiles = []string{"src/profile/types.ts", "src/profile/api.ts"}
 	ui.Branch = "feature/user-profiles-ui"
 	ui.Worktree = ".worktrees/user-profiles/ui"
-	f.view.Overlaps = []runapi.Overlap{
+	f.view.Overlaps = []Overlap{
 		{Path: "src/profile/api.ts", Tasks: []string{"api", "ui"}},
 		{Path: "src/profile/types.ts", Tasks: []string{"schema", "api", "ui"}},
 	}
@@ -273,7 +272,7 @@ func rebaseConflict(t *testing.T) (runapi.View, time.Time) {
 
 // finishedPartial: lint needed an upgrade to opus, ui failed so e2e never
 // ran, changelog was skipped by the operator; the run ended partial.
-func finishedPartial(t *testing.T) (runapi.View, time.Time) {
+func finishedPartial(t *testing.T) (View, time.Time) {
 	f := sampleFixture(t)
 	f.startRun()
 	f.start("schema", "lint")
@@ -304,7 +303,7 @@ func finishedPartial(t *testing.T) (runapi.View, time.Time) {
 // bigRun is 500 tasks in 50 levels of 10, each depending on two tasks of
 // the level above; run at concurrency 20 until 230 tasks have ended, one
 // of them failed, which blocks much of what lies below it.
-func bigRun(t *testing.T) (runapi.View, time.Time) {
+func bigRun(t *testing.T) (View, time.Time) {
 	const levels, perLevel = 50, 10
 	type taskFile struct {
 		ID      string   `json:"id"`

@@ -8,7 +8,6 @@ import (
 
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // Options say when and how a view is drawn.
@@ -44,7 +43,7 @@ const (
 
 // Render draws v as text, sections separated by blank lines, ending in a
 // newline.
-func Render(v runapi.View, o Options) string {
+func Render(v View, o Options) string {
 	if o.Location == nil {
 		o.Location = time.UTC
 	}
@@ -61,7 +60,7 @@ func Render(v runapi.View, o Options) string {
 // drawing is one view being drawn: the view's tasks joined with their
 // entries in the status document, in run file order.
 type drawing struct {
-	v     runapi.View
+	v     View
 	o     Options
 	tasks []task
 	index map[string]int
@@ -71,11 +70,11 @@ type drawing struct {
 }
 
 type task struct {
-	runapi.TaskView
+	TaskView
 	*runstatus.Task
 }
 
-func newDrawing(v runapi.View, o Options) *drawing {
+func newDrawing(v View, o Options) *drawing {
 	d := &drawing{v: v, o: o, index: make(map[string]int, len(v.Tasks)), dependents: map[string][]string{}}
 	for i, tv := range v.Tasks {
 		st := v.Status.Tasks[tv.ID]

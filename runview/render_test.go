@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // -update rewrites testdata/*.golden from the code. Read every rewritten
@@ -17,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the code
 
 type scenario struct {
 	name string
-	view func(t *testing.T) (runapi.View, time.Time)
+	view func(t *testing.T) (View, time.Time)
 	// check asserts what the scenario is about, so a golden rewritten
 	// with a mistake in it still fails.
 	check func(t *testing.T, out string)
@@ -218,9 +216,9 @@ func mustNotContain(t *testing.T, out string, unwanted ...string) {
 	}
 }
 
-// The README shows the running diamond as this package draws it.
-func TestREADMEShowsTheDiamond(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The operating guide shows the running diamond as this package draws it.
+func TestOperatingGuideShowsTheDiamond(t *testing.T) {
+	readme, err := os.ReadFile("../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +227,6 @@ func TestREADMEShowsTheDiamond(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), "```\n"+string(golden)+"```\n") {
-		t.Error("README's sample of `starter run status` is not testdata/diamond.golden: copy it over")
+		t.Error("docs/operating.md's sample of `starter run status` is not testdata/diamond.golden: copy it over")
 	}
 }

@@ -65,7 +65,7 @@ func CheckSpendWithinBlockingBudget(o *Observed, c Config) []Violation {
 		if over <= most+c.CostTolerance {
 			continue
 		}
-		if stoppedWithin(o, t.ID, w.PlanName, limit, c.Grace) {
+		if stoppedWithin(o, t, limit, c.Grace) {
 			continue
 		}
 		out = append(out, violation(InvSpendWithinBlockingBudget, t.ID, time.Time{},
@@ -125,7 +125,13 @@ func CheckSpendWithinBlockingBudget(o *Observed, c Config) []Violation {
 // them: what they spent is the stop's lag, not a budget the runtime let
 // pass. At real scale no phase is that short, and the rule above (no more
 // than the phase in flight) is what the timeline shows.
-func stoppedWithin(o *Observed, task, plan string, limit float64, grace time.Duration) bool {
+//
+// When the workflow learnt of the spend, stopped and closed between two
+// samples, none shows it at the limit: the attempt's events.jsonl says
+// when its spend reached the limit, and no phase may start there past
+// the grace.
+func stoppedWithin(o *Observed, t TaskObs, limit float64, grace time.Duration) bool {
+	task, plan := t.ID, t.Workflow.PlanName
 	var reached time.Time
 	for _, s := range o.Samples {
 		for _, ts := range s.Tasks {
@@ -136,6 +142,14 @@ func stoppedWithin(o *Observed, task, plan string, limit float64, grace time.Dur
 		}
 		if !reached.IsZero() {
 			break
+		}
+	}
+	if crossed, late, ok := limitInEvents(t, plan, limit, grace); ok {
+		if late {
+			return false
+		}
+		if reached.IsZero() || crossed.Before(reached) {
+			reached = crossed
 		}
 	}
 	if reached.IsZero() {
@@ -152,6 +166,46 @@ func stoppedWithin(o *Observed, task, plan string, limit float64, grace time.Dur
 		}
 	}
 	return true
+}
+
+// limitInEvents reads when the attempt's spend reached limit from its
+// events.jsonl: what earlier attempts spent (the task's spend less this
+// plan's events) plus this plan's phase costs in order. late says a phase
+// started there more than grace after that. ok is false when the events
+// never reach the limit or carry no time.
+func limitInEvents(t TaskObs, plan string, limit float64, grace time.Duration) (crossed time.Time, late, ok bool) {
+	var events []Event
+	var own float64
+	for _, p := range t.Plans {
+		if p.Name == plan {
+			events = p.Events
+			for _, e := range events {
+				if e.CostUSD != nil {
+					own += *e.CostUSD
+				}
+			}
+		}
+	}
+	sum := max(spent(t)-own, 0)
+	for _, e := range events {
+		at, err := time.Parse(time.RFC3339Nano, e.Time)
+		if err != nil {
+			continue
+		}
+		if !ok {
+			if e.CostUSD != nil {
+				sum += *e.CostUSD
+			}
+			if sum >= limit-1e-9 {
+				crossed, ok = at, true
+			}
+			continue
+		}
+		if e.Type == "phase_start" && at.Sub(crossed) > grace {
+			return crossed, true, true
+		}
+	}
+	return crossed, false, ok
 }
 
 func phaseName(p string) string {

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"testing"
+	"time"
 )
 
 func TestCheckSpendWithinBlockingBudget(t *testing.T) {
@@ -12,6 +13,20 @@ func TestCheckSpendWithinBlockingBudget(t *testing.T) {
 			Job: &JobObs{Attempts: []string{planA1}, Steps: []JobStep{
 				{Phase: "implement", Tries: 1, CostUSD: 0.5}, {Phase: "test", Tries: 2, CostUSD: 0.3}}},
 		}
+	}
+	// withEvents gives the task's attempt events.jsonl: implement ($0.5)
+	// then test ($0.6) reach the limit of $1 at 5 s; docs ($0.9) starts
+	// at docsAt.
+	withEvents := func(t TaskObs, docsAt float64) TaskObs {
+		ev := func(line int, s float64, typ, phase string, cost *float64) Event {
+			return Event{Line: line, Type: typ, Phase: phase, Time: at(s).Format(time.RFC3339Nano), CostUSD: cost}
+		}
+		t.Plans = []PlanObs{{Name: planA1, State: &PlanState{TotalCostUSD: 2}, Events: []Event{
+			ev(1, 1, "phase_start", "implement", nil), ev(2, 3, "phase_passed", "implement", f(0.5)),
+			ev(3, 3, "phase_start", "test", nil), ev(4, 5, "phase_passed", "test", f(0.6)),
+			ev(5, docsAt, "phase_start", "docs", nil), ev(6, docsAt+3, "phase_passed", "docs", f(0.9)),
+			ev(7, docsAt+3, "plan_completed", "", nil)}}}
+		return t
 	}
 	withCost := func(s TaskSample, cost, limit float64) TaskSample {
 		s.HasCost, s.CostUSD, s.Budget = true, cost, &Budget{LimitUSD: limit, Action: "block"}
@@ -65,6 +80,22 @@ func TestCheckSpendWithinBlockingBudget(t *testing.T) {
 				sample(2, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "test"), 1.1, 1)),
 				sample(30, []LiveConductor{live("a", planA1, 10)}),
 				sample(31, nil, closed("a", 1, planA1)),
+			}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{"spent $2 against a blocking budget of $1"}}}},
+		// The workflow learnt of the spend, stopped and closed between two
+		// samples: the conductor's own events say when its spend reached
+		// the limit, and the phase after it started within the stop's
+		// grace.
+		{name: "the limit reached between samples, the next phase within the grace", o: Observed{
+			Tasks: []TaskObs{withEvents(task(2, "block", 1), 20)},
+			Samples: []Sample{
+				sample(1, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "implement"), 0, 1)),
+				sample(30, nil, closed("a", 1, planA1)),
+			}}},
+		{name: "the limit reached between samples, the next phase past the grace", o: Observed{
+			Tasks: []TaskObs{withEvents(task(2, "block", 1), 25)},
+			Samples: []Sample{
+				sample(1, []LiveConductor{live("a", planA1, 10)}, withCost(running("a", 1, planA1, "implement"), 0, 1)),
+				sample(40, nil, closed("a", 1, planA1)),
 			}}, want: []want{{InvSpendWithinBlockingBudget, "a", []string{"spent $2 against a blocking budget of $1"}}}},
 	}
 	for _, tc := range cases {

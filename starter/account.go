@@ -11,13 +11,31 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
-func accountFlag(fs *flag.FlagSet, o *options) {
+// accountOpts: the account to show.
+type accountOpts struct {
+	account string
+	jsonOpts
+}
+
+func (o *accountOpts) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.account, "account", "", "agent `account` (default default.<task-queue>, the account the workers of the queue give tasks that name none)")
+	o.jsonOpts.flags(fs)
+}
+
+// accountResumeOpts: the account to resume.
+type accountResumeOpts struct {
+	accountOpts
+	reasonOpts
+}
+
+func (o *accountResumeOpts) flags(fs *flag.FlagSet) {
+	o.accountOpts.flags(fs)
+	o.reasonOpts.flags(fs)
 }
 
 // accountOrDefault is the account asked for, else the task queue's
@@ -29,25 +47,19 @@ func accountOrDefault(account, queue string) string {
 	return account
 }
 
-func accountCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
+func accountCmd(e *env, cl client.Client, o *accountOpts) error {
 	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
 	}
-	v, err := cl.QueryWorkflow(e.ctx, accountapi.WorkflowID(o.account), "", accountapi.QueryAccount)
+	view, err := accountapi.Accounts{Client: cl}.View(e.ctx, o.account)
 	if err != nil {
-		return fmt.Errorf("account %s: %w", o.account, err)
-	}
-	var view accountapi.View
-	if err := v.Get(&view); err != nil {
 		return fmt.Errorf("account %s: %w", o.account, err)
 	}
 	return printAccount(e.stdout, view, o.json)
 }
 
-func accountResumeCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
+func accountResumeCmd(e *env, cl client.Client, o *accountResumeOpts) error {
 	o.account = accountOrDefault(o.account, e.queue)
 	if err := accountapi.ValidName(o.account); err != nil {
 		return &usageError{msg: err.Error()}
@@ -62,20 +74,7 @@ func accountResumeCmd(e *env, cl client.Client) error {
 // resumeAccount ends the account's pause; every task paused for it
 // resumes.
 func resumeAccount(ctx context.Context, cl client.Client, taskQueue, account, reason string) (accountapi.View, error) {
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(accountapi.StartOptions(account, taskQueue),
-			accountapi.WorkflowName, accountapi.Input{Account: account}),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   accountapi.WorkflowID(account),
-			UpdateName:   accountapi.UpdateResume,
-			Args:         []any{accountapi.ResumeRequest{Reason: reason}},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	var view accountapi.View
-	if err == nil {
-		err = h.Get(ctx, &view)
-	}
+	view, err := accountapi.Accounts{Client: cl, TaskQueue: taskQueue}.Resume(ctx, account, reason)
 	if err != nil {
 		return view, fmt.Errorf("account %s: resume: %w", account, err)
 	}
@@ -96,22 +95,21 @@ func printAccount(w io.Writer, v accountapi.View, asJSON bool) error {
 	return nil
 }
 
-func budgetSetFlags(fs *flag.FlagSet, o *options) {
-	fs.Float64Var(&o.budgetUSD, "budget", 0, "the task's new spending limit in `USD` (required)")
-	fs.StringVar(&o.budgetAction, "budget-action", "", "block, warn or pause (default: keep the task's)")
-}
-
 // budgetSetCmd sets a running task's budget; a task paused for its budget
-// resumes when the new one is not spent.
-func budgetSetCmd(e *env, cl client.Client) error {
-	o := e.inv.opts
-	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+// resumes when the new one is not spent. The budget is checked before
+// Temporal is dialled.
+func budgetSetCmd(e *env, o *budgetChangeOpts) error {
+	b := costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if b.Action == "" {
 		b.Action = costs.Warn // only to check the amount
 	}
 	if err := b.Validate(); err != nil {
 		return &usageError{msg: err.Error()}
 	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
 	return signalTask(e.ctx, cl, e.inv.arg, taskapi.SignalBudget,
-		taskapi.BudgetSignal{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, e.stdout)
+		taskapi.BudgetSignal{LimitUSD: o.usd, Action: costs.Action(o.action)}, e.stdout)
 }

@@ -13,17 +13,17 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // budgetOf reads -budget and -budget-action; nil without a budget.
-func budgetOf(o options) (*costs.Budget, error) {
-	if o.budgetUSD == 0 {
+func budgetOf(o budgetOpts) (*costs.Budget, error) {
+	if o.usd == 0 {
 		return nil, nil
 	}
-	b := &costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+	b := &costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if err := b.Validate(); err != nil {
 		return nil, &usageError{msg: err.Error()}
 	}
@@ -31,33 +31,38 @@ func budgetOf(o options) (*costs.Budget, error) {
 }
 
 // runBudgetRequest reads the flags of `run budget set`.
-func runBudgetRequest(o options) (runapi.BudgetRequest, error) {
-	b := costs.Budget{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}
+func runBudgetRequest(o budgetChangeOpts) (runapi.BudgetRequest, error) {
+	b := costs.Budget{LimitUSD: o.usd, Action: costs.Action(o.action)}
 	if b.Action == "" {
 		b.Action = costs.Warn // only to check the amount
 	}
 	if err := b.Validate(); err != nil {
 		return runapi.BudgetRequest{}, &usageError{msg: err.Error()}
 	}
-	return runapi.BudgetRequest{LimitUSD: o.budgetUSD, Action: costs.Action(o.budgetAction)}, nil
+	return runapi.BudgetRequest{LimitUSD: o.usd, Action: costs.Action(o.action)}, nil
 }
 
 // runBudgetSetCmd sets a run's budget, checked here first.
-func runBudgetSetCmd(e *env) error {
-	req, err := runBudgetRequest(e.inv.opts)
+func runBudgetSetCmd(e *env, o *budgetChangeOpts) error {
+	req, err := runBudgetRequest(*o)
 	if err != nil {
 		return err
 	}
-	return runUpdate(runapi.UpdateBudget, func(options) any { return req })(e)
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	return updateRun(e.ctx, cl, e.inv.arg, runapi.UpdateBudget, req, e.stdout)
 }
 
 // printTaskOrRunCost prints a task's spending, or a run's when no task has
 // that id and a run has that slug.
 func printTaskOrRunCost(ctx context.Context, cl client.Client, id string, asJSON bool, stdout io.Writer) error {
-	v, err := cl.QueryWorkflow(ctx, taskapi.WorkflowID(id), "", taskapi.QueryCost)
+	var c taskapi.Cost
+	err := taskapi.Tasks{Client: cl}.Query(ctx, id, "", taskapi.QueryCost, &c)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		if _, derr := cl.DescribeWorkflowExecution(ctx, runapi.WorkflowID(id), ""); derr == nil {
+		if _, derr := (runapi.Runs{Client: cl}).Describe(ctx, id); derr == nil {
 			return printRunCost(ctx, cl, id, asJSON, stdout)
 		}
 		return fmt.Errorf("%s is neither a task (no workflow %s) nor a run (no workflow %s)", id, taskapi.WorkflowID(id), runapi.WorkflowID(id))
@@ -65,21 +70,13 @@ func printTaskOrRunCost(ctx context.Context, cl client.Client, id string, asJSON
 	if err != nil {
 		return fmt.Errorf("task %s: query cost: %w", id, err)
 	}
-	var c taskapi.Cost
-	if err := v.Get(&c); err != nil {
-		return fmt.Errorf("task %s: cost: %w", id, err)
-	}
 	return printCost(stdout, "task "+id, c.Summary, 0, c.Budget, c.Level, asJSON, c)
 }
 
 func printRunCost(ctx context.Context, cl client.Client, slug string, asJSON bool, stdout io.Writer) error {
-	v, err := cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", runapi.QueryCost)
-	if err != nil {
-		return runError(slug, "query cost of", err)
-	}
 	var c runapi.Cost
-	if err := v.Get(&c); err != nil {
-		return fmt.Errorf("run %s: cost: %w", slug, err)
+	if err := (runapi.Runs{Client: cl}).Query(ctx, slug, runapi.QueryCost, &c); err != nil {
+		return runError(slug, "query cost of", err)
 	}
 	return printCost(stdout, "run "+slug, c.Summary, c.RunningUSD, c.Budget, c.Level, asJSON, c)
 }

@@ -12,13 +12,14 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/errtext"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // events prints a task's canonical event stream: what the workflow did and
@@ -46,7 +47,7 @@ type eventsOptions struct {
 	Loc *time.Location
 }
 
-func eventsOptionsFor(w io.Writer, o options) eventsOptions {
+func eventsOptionsFor(w io.Writer, o eventsOpts) eventsOptions {
 	return eventsOptions{Follow: o.follow, Since: o.since, JSON: o.json, Color: !o.json && isTerminal(w), Loc: time.Local}
 }
 
@@ -61,16 +62,24 @@ type eventSource struct {
 	workflowID string // whose running means more may come
 	readerID   string // the reader workflow's id
 	input      taskapi.EventsInput
+	// describe describes the workflow of workflowID.
+	describe func(context.Context, client.Client) (*workflowservice.DescribeWorkflowExecutionResponse, error)
 }
 
 func taskEvents(taskID string) eventSource {
 	return eventSource{what: "task " + taskID, workflowID: taskapi.WorkflowID(taskID),
-		readerID: taskapi.EventsWorkflowID(taskID), input: taskapi.EventsInput{TaskID: taskID}}
+		readerID: taskapi.EventsWorkflowID(taskID), input: taskapi.EventsInput{TaskID: taskID},
+		describe: func(ctx context.Context, cl client.Client) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			return taskapi.Tasks{Client: cl}.Describe(ctx, taskID, "")
+		}}
 }
 
 func runEvents(slug string) eventSource {
 	return eventSource{what: "run " + slug, workflowID: runapi.WorkflowID(slug),
-		readerID: taskapi.RunEventsWorkflowID(slug), input: taskapi.EventsInput{Stream: canonical.RunIDForRun(slug)}}
+		readerID: taskapi.RunEventsWorkflowID(slug), input: taskapi.EventsInput{Stream: canonical.RunIDForRun(slug)},
+		describe: func(ctx context.Context, cl client.Client) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			return runapi.Runs{Client: cl}.Describe(ctx, slug)
+		}}
 }
 
 func printEvents(ctx context.Context, cl client.Client, taskQueue string, src eventSource, o eventsOptions, w io.Writer) error {
@@ -116,7 +125,7 @@ func printEvents(ctx context.Context, cl client.Client, taskQueue string, src ev
 // running; a task without a workflow is an error.
 func sourceRunning(ctx context.Context, cl client.Client, src eventSource) (bool, error) {
 	id := src.workflowID
-	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := src.describe(ctx, cl)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false, fmt.Errorf("%s has no workflow (%s)", src.what, id)
@@ -180,26 +189,7 @@ func readEvents(ctx context.Context, cl client.Client, taskQueue string, src eve
 }
 
 func readOnce(ctx context.Context, cl client.Client, taskQueue string, src eventSource, req taskapi.EventsRead) (taskapi.EventsPage, error) {
-	start := cl.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       src.readerID,
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "reads the event stream of " + src.what,
-	}, taskapi.EventsWorkflowName, src.input)
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName:   taskapi.UpdateReadEvents,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return taskapi.EventsPage{}, err
-	}
-	var page taskapi.EventsPage
-	return page, h.Get(ctx, &page)
+	return taskapi.Tasks{Client: cl, TaskQueue: taskQueue}.ReadEvents(ctx, src.readerID, src.what, src.input, req)
 }
 
 // print writes one stored event: as is for -json, else one aligned line.

@@ -11,10 +11,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // follow is the view of a running task a person keeps open: one line
@@ -51,10 +51,13 @@ func isTerminal(w io.Writer) bool {
 // followTask prints the task's progress until its workflow closes, then
 // how it ended.
 func followTask(ctx context.Context, cl client.Client, taskID string, stdout io.Writer, o followOptions) error {
-	id := taskapi.WorkflowID(taskID)
 	done := make(chan error, 1)
 	var res taskapi.Result
-	go func() { done <- cl.GetWorkflow(ctx, id, "").Get(ctx, &res) }()
+	go func() {
+		var err error
+		res, err = taskapi.Tasks{Client: cl}.Result(ctx, taskID, "")
+		done <- err
+	}()
 	var last progress
 	seen := false
 	tick := time.NewTicker(followPoll)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 var t0 = time.Date(2026, 2, 28, 3, 0, 0, 0, time.UTC)

@@ -13,10 +13,15 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/api/intake"
 )
 
-func intakeFlags(fs *flag.FlagSet, o *options) {
+type intakeOpts struct {
+	board string
+	json  bool
+}
+
+func (o *intakeOpts) flags(fs *flag.FlagSet) {
 	def := os.Getenv("KARVI_URL")
 	if def == "" {
 		def = "http://localhost:3461"
@@ -28,17 +33,13 @@ func intakeFlags(fs *flag.FlagSet, o *options) {
 // showIntake queries the intake workflow of a board.
 func showIntake(ctx context.Context, cl client.Client, board string, asJSON bool, stdout io.Writer) error {
 	id := intakeapi.WorkflowID(board)
-	v, err := cl.QueryWorkflow(ctx, id, "", intakeapi.QueryStatus)
+	st, err := intakeapi.Intakes{Client: cl}.Status(ctx, board)
 	if err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fmt.Errorf("no karvi intake for %s (workflow %s): start a worker with -intake-karvi -karvi-url %s", board, id, board)
 		}
 		return fmt.Errorf("query the intake %s: %w", id, err)
-	}
-	var st intakeapi.Status
-	if err := v.Get(&st); err != nil {
-		return fmt.Errorf("read the intake's status: %w", err)
 	}
 	if asJSON {
 		return printJSON(stdout, st)

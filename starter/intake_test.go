@@ -7,16 +7,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/intake"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 func TestIntakeStatusArgs(t *testing.T) {
 	inv, err := parseArgs([]string{"intake", "status", "-board", "http://karvi.example:3461", "-json"})
 	require.NoError(t, err)
 	require.Equal(t, "intake status", inv.cmd.name)
-	require.Equal(t, "http://karvi.example:3461", inv.opts.board)
-	require.True(t, inv.opts.json)
+	require.Equal(t, "http://karvi.example:3461", inv.opts.(*intakeOpts).board)
+	require.True(t, inv.opts.(*intakeOpts).json)
 	_, err = parseArgs([]string{"intake", "status", "T1"})
 	require.ErrorContains(t, err, "takes no argument")
 }

@@ -7,11 +7,13 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
-func reportFlag(fs *flag.FlagSet, o *options) {
+type jobOpts struct{ report bool }
+
+func (o *jobOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.report, "report", false, "a summary for a person instead of JSON: the verdict, then each attempt and each step's time and cost")
 }
 

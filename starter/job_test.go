@@ -17,11 +17,11 @@ func TestJobCommandLine(t *testing.T) {
 	inv, err := parseArgs([]string{"job", "T5", "-report", "-address", "a:1"})
 	require.NoError(t, err)
 	require.Equal(t, "job", inv.cmd.name)
-	require.True(t, inv.opts.report)
+	require.True(t, inv.opts.(*jobOpts).report)
 	require.Equal(t, "T5", inv.arg)
 	inv, err = parseArgs([]string{"job", "T5"})
 	require.NoError(t, err)
-	require.False(t, inv.opts.report)
+	require.False(t, inv.opts.(*jobOpts).report)
 }
 
 // The JSON is the job in snake_case with its tagged states; the report

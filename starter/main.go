@@ -8,20 +8,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/traces"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {
@@ -57,17 +54,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	if err := checkSlotFlags(inv); err != nil {
+	if err := checkFlags(inv); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if inv.cmd.run == nil {
-		return fmt.Errorf("command %q has no implementation", inv.cmd.name)
-	}
 	e := &env{ctx: ctx, inv: inv, stdin: stdin, stdout: stdout}
 	defer e.close()
-	return inv.cmd.run(e)
+	return inv.run(e)
 }
 
 // env is what a command's handler works with: its parsed command line, its
@@ -80,6 +74,8 @@ type env struct {
 	stdout io.Writer
 	cl     client.Client
 	queue  string
+	// conn is the connection cl was dialled with.
+	conn temporalconn.Config
 	// tracing is on when the OTEL_* environment asks (nil otherwise).
 	tracing *tracing.Tracing
 }
@@ -101,7 +97,7 @@ func (e *env) client() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cl, e.queue = cl, conn.TaskQueue
+	e.cl, e.queue, e.conn = cl, conn.TaskQueue, conn
 	return cl, nil
 }
 
@@ -113,17 +109,6 @@ func (e *env) close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = e.tracing.Shutdown(ctx) // the start's span: best effort, the start itself succeeded
-	}
-}
-
-// withClient is a handler that needs Temporal: it gets the client dialled.
-func withClient(f func(e *env, cl client.Client) error) func(*env) error {
-	return func(e *env) error {
-		cl, err := e.client()
-		if err != nil {
-			return err
-		}
-		return f(e, cl)
 	}
 }
 
@@ -196,30 +181,21 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.T
 		return err
 	}
 	in.Tuning = taskapi.WithScale(in.Tuning, scale)
+	tasks := taskapi.Tasks{Client: cl, TaskQueue: taskQueue}
 	id := taskapi.WorkflowID(in.Dispatch.TaskID)
-	if prev, ok := lastWorkflow(ctx, cl, id); ok {
-		if prev.running {
+	if prev, ok := tasks.Last(ctx, in.Dispatch.TaskID); ok {
+		if prev.Running {
 			return fmt.Errorf("refused: task %s already has a running workflow %s (run %s, attempt %d): "+
 				"a start never re-attaches to it; redispatch it for a new attempt, or abort it",
-				in.Dispatch.TaskID, id, prev.runID, prev.attempt)
+				in.Dispatch.TaskID, id, prev.RunID, prev.Attempt)
 		}
-		if prev.attempt > 0 {
-			in.Attempt = max(in.Attempt, prev.attempt+1)
+		if prev.Attempt > 0 {
+			in.Attempt = max(in.Attempt, prev.Attempt+1)
 		}
 		fmt.Fprintf(stdout, "task %s ran before (workflow %s run %s ended %s%s): starting a new attempt\n",
-			in.Dispatch.TaskID, id, prev.runID, prev.status, prev.attemptWords())
+			in.Dispatch.TaskID, id, prev.RunID, prev.Status, attemptWords(prev))
 	}
-	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
-	ctx = tracing.WithRoot(ctx, traces.ForTask(in.Dispatch.TaskID, in.Dispatch.PlanID))
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		StaticSummary:                            summary,
-		StaticDetails:                            details,
-		TaskQueue:                                taskQueue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, taskapi.TaskWorkflowName, in)
+	run, err := tasks.Start(ctx, in, taskapi.StartOptions{})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -234,52 +210,16 @@ func start(ctx context.Context, cl client.Client, taskQueue string, in taskapi.T
 	return nil
 }
 
-// previousWorkflow is what a start learns of a task's last workflow.
-type previousWorkflow struct {
-	running bool
-	runID   string
-	status  string
-	// attempt is the attempt it ended on (or runs), 0 when unknown.
-	attempt int
-}
-
-func (p previousWorkflow) attemptWords() string {
-	if p.attempt > 0 {
-		return fmt.Sprintf(" on attempt %d", p.attempt)
+func attemptWords(p taskapi.Previous) string {
+	if p.Attempt > 0 {
+		return fmt.Sprintf(" on attempt %d", p.Attempt)
 	}
 	return ""
 }
 
-// lastWorkflow describes the task's last workflow; ok is false when it
-// has none, or it cannot be described (the start then decides alone).
-func lastWorkflow(ctx context.Context, cl client.Client, id string) (previousWorkflow, bool) {
-	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return previousWorkflow{}, false
-	}
-	info := desc.GetWorkflowExecutionInfo()
-	p := previousWorkflow{runID: info.GetExecution().GetRunId(),
-		status: strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))}
-	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		p.running = true
-		var s taskapi.Status
-		qctx, cancel := context.WithTimeout(ctx, 5*time.Second) // only for the message
-		defer cancel()
-		if v, err := cl.QueryWorkflow(qctx, id, p.runID, taskapi.QueryStatus); err == nil && v.Get(&s) == nil {
-			p.attempt = s.Attempt
-		}
-		return p, true
-	}
-	var res taskapi.Result
-	if err := cl.GetWorkflow(ctx, id, p.runID).Get(ctx, &res); err == nil {
-		p.attempt = res.Attempt
-	}
-	return p, true
-}
-
 func signalTask(ctx context.Context, cl client.Client, taskID, name string, payload any, stdout io.Writer) error {
 	id := taskapi.WorkflowID(taskID)
-	if err := cl.SignalWorkflow(ctx, id, "", name, payload); err != nil {
+	if err := (taskapi.Tasks{Client: cl}).Signal(ctx, taskID, "", name, payload); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fmt.Errorf("task %s has no running workflow (%s): nothing to %s", taskID, id, name)
@@ -295,27 +235,27 @@ func signalTask(ctx context.Context, cl client.Client, taskID, name string, payl
 // (waiting for a slot of the pool given, if any: a running workflow keeps
 // its own).
 func redispatch(ctx context.Context, cl client.Client, taskQueue, taskID, reason string, slots *taskapi.SlotRequest, stdout io.Writer) error {
+	tasks := taskapi.Tasks{Client: cl, TaskQueue: taskQueue}
 	id := taskapi.WorkflowID(taskID)
-	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	running, err := tasks.Running(ctx, taskID)
 	if err != nil {
 		return fmt.Errorf("task %s: no workflow %s to redispatch: %w", taskID, id, err)
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if running {
 		return signalTask(ctx, cl, taskID, taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: reason}, stdout)
 	}
-	var prev taskapi.Result
-	if err := cl.GetWorkflow(ctx, id, "").Get(ctx, &prev); err != nil {
+	prev, err := tasks.Result(ctx, taskID, "")
+	if err != nil {
 		return fmt.Errorf("task %s: the last workflow did not end with a result to redispatch from: %w", taskID, err)
 	}
 	return start(ctx, cl, taskQueue, taskapi.TaskInput{Dispatch: prev.Dispatch, Attempt: prev.Attempt + 1, Slots: slots}, stdout)
 }
 
 func query(ctx context.Context, cl client.Client, taskID, name string, out any) error {
-	v, err := cl.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", name)
-	if err != nil {
+	if err := (taskapi.Tasks{Client: cl}).Query(ctx, taskID, "", name, out); err != nil {
 		return fmt.Errorf("query %s of task %s: %w", name, taskID, err)
 	}
-	return v.Get(out)
+	return nil
 }
 
 func printJSON(w io.Writer, v any) error {

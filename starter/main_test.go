@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The dry run prints exactly the plan BuildPlan makes for the full dispatch
@@ -131,33 +131,33 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 	cases := []struct {
 		args []string
 		conn temporalconn.Flags
-		opts options
+		opts any // the command's own flags
 		arg  string
 	}{
-		{args: []string{"-address", "a:1", "status", "T5"}, conn: temporalconn.Flags{Address: "a:1"}, arg: "T5"},
-		{args: []string{"status", "-address", "a:1", "T5"}, conn: temporalconn.Flags{Address: "a:1"}, arg: "T5"},
-		{args: []string{"status", "T5", "-address", "a:1"}, conn: temporalconn.Flags{Address: "a:1"}, arg: "T5"},
+		{args: []string{"-address", "a:1", "status", "T5"}, conn: temporalconn.Flags{Address: "a:1"}, opts: &noFlags{}, arg: "T5"},
+		{args: []string{"status", "-address", "a:1", "T5"}, conn: temporalconn.Flags{Address: "a:1"}, opts: &noFlags{}, arg: "T5"},
+		{args: []string{"status", "T5", "-address", "a:1"}, conn: temporalconn.Flags{Address: "a:1"}, opts: &noFlags{}, arg: "T5"},
 		{args: []string{"-address", "a:1", "-namespace", "ns", "brief", "-address", "b:2", "T5"},
-			conn: temporalconn.Flags{Address: "b:2", Namespace: "ns"}, arg: "T5"},
+			conn: temporalconn.Flags{Address: "b:2", Namespace: "ns"}, opts: &noFlags{}, arg: "T5"},
 		{args: []string{"start", "-follow", "-address", "a:1", "-task-queue", "q", "d.json"},
-			conn: temporalconn.Flags{Address: "a:1", TaskQueue: "q"}, opts: options{follow: true}, arg: "d.json"},
-		{args: []string{"-task-queue", "q", "start", "-"}, conn: temporalconn.Flags{TaskQueue: "q"}, arg: "-"},
-		{args: []string{"abort", "-reason", "wrong branch", "T5"}, opts: options{reason: "wrong branch"}, arg: "T5"},
-		{args: []string{"resume", "-reason", "limit raised", "T5"}, opts: options{reason: "limit raised"}, arg: "T5"},
-		{args: []string{"redispatch", "T5", "-reason", "again", "-follow"}, opts: options{follow: true, reason: "again"}, arg: "T5"},
-		{args: []string{"plan", "-attempt", "2", "-templates", "/t", "-"}, opts: options{attempt: 2, templates: "/t"}, arg: "-"},
-		{args: []string{"status", "--", "-odd"}, arg: "-odd"},
+			conn: temporalconn.Flags{Address: "a:1", TaskQueue: "q"},
+			opts: &startOpts{followOpts: followOpts{follow: true}, budgetOpts: budgetOpts{action: "block"}}, arg: "d.json"},
+		{args: []string{"-task-queue", "q", "start", "-"}, conn: temporalconn.Flags{TaskQueue: "q"},
+			opts: &startOpts{budgetOpts: budgetOpts{action: "block"}}, arg: "-"},
+		{args: []string{"abort", "-reason", "wrong branch", "T5"}, opts: &reasonOpts{reason: "wrong branch"}, arg: "T5"},
+		{args: []string{"resume", "-reason", "limit raised", "T5"}, opts: &reasonOpts{reason: "limit raised"}, arg: "T5"},
+		{args: []string{"redispatch", "T5", "-reason", "again", "-follow"},
+			opts: &redispatchOpts{followOpts: followOpts{follow: true}, reasonOpts: reasonOpts{reason: "again"}}, arg: "T5"},
+		{args: []string{"plan", "-attempt", "2", "-templates", "/t", "-"}, opts: &planOpts{attempt: 2, templatesOpts: templatesOpts{templates: "/t"}}, arg: "-"},
+		{args: []string{"status", "--", "-odd"}, opts: &noFlags{}, arg: "-odd"},
 	}
+	t.Setenv("KARVI_EDDA_TEMPLATES", "")
 	for _, c := range cases {
 		inv, err := parseArgs(c.args)
 		require.NoError(t, err, "%v", c.args)
 		c.conn.DefaultTaskQueue = taskapi.DefaultTaskQueue
 		require.Equal(t, c.conn, inv.conn, "%v", c.args)
-		if inv.cmd.name == "plan" {
-			require.Equal(t, c.opts, inv.opts, "%v", c.args)
-		} else {
-			require.Equal(t, c.opts, options{follow: inv.opts.follow, reason: inv.opts.reason}, "%v", c.args)
-		}
+		require.Equal(t, c.opts, inv.opts, "%v", c.args)
 		require.Equal(t, c.arg, inv.arg, "%v", c.args)
 	}
 }
@@ -192,6 +192,6 @@ func TestCommandsDialThroughTheHelper(t *testing.T) {
 // one edit.
 func TestEveryCommandHasItsHandler(t *testing.T) {
 	for _, c := range commands {
-		require.NotNil(t, c.run, "command %q", c.name)
+		require.NotNil(t, c.declare, "command %q", c.name)
 	}
 }

@@ -84,7 +84,7 @@ func TestRunPlanCommandLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "run plan", inv.cmd.name)
 	require.Equal(t, "f.json", inv.arg)
-	require.Equal(t, "/t", inv.opts.templates)
+	require.Equal(t, "/t", inv.opts.(*templatesOpts).templates)
 
 	code, out, _ := cliRun(t, "help", "run", "plan")
 	require.Equal(t, 0, code)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/costs"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run budget set <slug> -budget N` is a command of three words; its
@@ -16,13 +16,13 @@ func TestRunBudgetSetParses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "run budget set", inv.cmd.name)
 	require.Equal(t, "sprint", inv.arg)
-	req, err := runBudgetRequest(inv.opts)
+	req, err := runBudgetRequest(*inv.opts.(*budgetChangeOpts))
 	require.NoError(t, err)
 	require.Equal(t, runapi.BudgetRequest{LimitUSD: 12.5}, req)
 
 	inv, err = parseArgs([]string{"run", "budget", "set", "-budget-action", "warn", "-budget", "3", "sprint"})
 	require.NoError(t, err)
-	req, err = runBudgetRequest(inv.opts)
+	req, err = runBudgetRequest(*inv.opts.(*budgetChangeOpts))
 	require.NoError(t, err)
 	require.Equal(t, runapi.BudgetRequest{LimitUSD: 3, Action: costs.Warn}, req)
 

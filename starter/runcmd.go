@@ -11,18 +11,16 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"karvi-edda-temporal/internal/tracing"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/traces"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // startRun starts the run workflow of a run file. The file is checked here
 // first, so a bad one is refused before anything reaches Temporal.
-func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invocation, stdin io.Reader, stdout io.Writer) error {
-	data, err := readInput(inv.arg, stdin)
+func startRun(ctx context.Context, cl client.Client, taskQueue, file string, o runStartOpts, stdin io.Reader, stdout io.Writer) error {
+	data, err := readInput(file, stdin)
 	if err != nil {
 		return fmt.Errorf("read run file: %w", err)
 	}
@@ -30,7 +28,7 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	budget, err := budgetOf(inv.opts)
+	budget, err := budgetOf(o.budgetOpts)
 	if err != nil {
 		return err
 	}
@@ -38,19 +36,10 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 	if err != nil {
 		return err
 	}
-	in := runapi.RunInput{Run: json.RawMessage(data), Repo: inv.opts.repo, FeatureBranch: inv.opts.featureBranch,
-		Budget: budget, Pool: inv.opts.pool, Tuning: taskapi.WithScale(nil, scale)}
+	in := runapi.RunInput{Run: json.RawMessage(data), Repo: o.repo, FeatureBranch: o.featureBranch,
+		Budget: budget, Pool: o.pool, Tuning: taskapi.WithScale(nil, scale)}
 	id := runapi.WorkflowID(r.Slug)
-	ctx = tracing.WithRoot(ctx, traces.ForRun(r.Slug))
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                taskQueue,
-		StaticSummary:                            fmt.Sprintf("Run %s: %s (%d tasks)", r.Slug, r.Title, len(r.Tasks)),
-		StaticDetails:                            runDetails(r),
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, runapi.RunWorkflowName, in)
+	run, err := runapi.Runs{Client: cl, TaskQueue: taskQueue}.Start(ctx, in, runapi.StartOptions{})
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -59,49 +48,23 @@ func startRun(ctx context.Context, cl client.Client, taskQueue string, inv invoc
 		return fmt.Errorf("start workflow %s: %w", id, err)
 	}
 	fmt.Fprintf(stdout, "started %s run %s: %d tasks, concurrency %d\n", id, run.GetRunID(), len(r.Tasks), r.Concurrency)
-	if inv.opts.follow {
-		return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{follow: true}))
+	if o.follow {
+		return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, runStatusOpts{follow: true}))
 	}
-	if !inv.opts.wait {
+	if !o.wait {
 		return nil
 	}
 	if err := run.Get(ctx, nil); err != nil {
 		return fmt.Errorf("run %s: %w", r.Slug, err)
 	}
-	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, options{}))
-}
-
-// runDetails is the Web UI's static details of a run: its goal and tasks.
-func runDetails(r runplan.Run) string {
-	s := fmt.Sprintf("**%s**\n\n", r.Title)
-	if r.Goal != "" {
-		s += r.Goal + "\n\n"
-	}
-	s += fmt.Sprintf("%d tasks, concurrency %d", len(r.Tasks), r.Concurrency)
-	if r.Repo != "" {
-		s += ", repository " + r.Repo
-	}
-	return s
+	return runStatus(ctx, temporalRuns{cl}, r.Slug, stdout, runStatusOptionsFor(stdout, runStatusOpts{}))
 }
 
 // updateRun sends one of the run's updates and waits for its answer: a
 // refusal comes back with the run's reason.
 func updateRun(ctx context.Context, cl client.Client, slug, name string, arg any, stdout io.Writer) error {
 	id := runapi.WorkflowID(slug)
-	var args []any
-	if arg != nil {
-		args = []any{arg}
-	}
-	h, err := cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   id,
-		UpdateName:   name,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, nil)
-	}
-	if err != nil {
+	if err := (runapi.Runs{Client: cl}).Update(ctx, slug, name, arg); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fmt.Errorf("run %s has no running workflow (%s): nothing to %s", slug, id, name)
@@ -118,21 +81,17 @@ func updateRun(ctx context.Context, cl client.Client, slug, name string, arg any
 // The request is checked against the ended run first, so a refusal starts
 // nothing.
 func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req runapi.TaskRequest, stdout io.Writer) error {
-	id := runapi.WorkflowID(slug)
-	desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	runs := runapi.Runs{Client: cl}
+	desc, err := runs.Describe(ctx, slug)
 	if err != nil {
 		return runError(slug, "describe", err)
 	}
 	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		return updateRun(ctx, cl, slug, name, req, stdout)
 	}
-	v, err := cl.QueryWorkflow(ctx, id, "", runapi.QueryHandover)
-	if err != nil {
-		return runError(slug, "read where it ended", err)
-	}
 	var in runapi.RunInput
-	if err := v.Get(&in); err != nil {
-		return fmt.Errorf("run %s: handover: %w", slug, err)
+	if err := runs.Query(ctx, slug, runapi.QueryHandover, &in); err != nil {
+		return runError(slug, "read where it ended", err)
 	}
 	// The handover comes packed: read it plain, start from it as it came.
 	plain, err := in.Unpack()
@@ -145,19 +104,8 @@ func retryOrSkip(ctx context.Context, cl client.Client, slug, name string, req r
 	in.Reopen = &runapi.Reopen{Update: name, Task: req}
 	// The reopened run goes where the run ran, whatever queue this starter
 	// would start new work on.
-	taskQueue := desc.GetWorkflowExecutionInfo().GetTaskQueue()
-	r, err := runplan.Parse(plain.Run)
-	if err != nil {
-		return err
-	}
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                taskQueue,
-		StaticSummary:            fmt.Sprintf("Run %s: %s (%d tasks), reopened to %s %s", r.Slug, r.Title, len(r.Tasks), name, req.Task),
-		StaticDetails:            runDetails(r),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, runapi.RunWorkflowName, in)
+	runs.TaskQueue = desc.GetWorkflowExecutionInfo().GetTaskQueue()
+	run, err := runs.Start(ctx, in, runapi.StartOptions{Reopened: name + " " + req.Task})
 	if err != nil {
 		return fmt.Errorf("reopen run %s: %w", slug, err)
 	}

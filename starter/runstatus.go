@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // `run status` shows where a run stands, as the run workflow's view query
@@ -32,7 +32,9 @@ const runPoll = time.Second
 // clearScreen moves the cursor home and clears a terminal.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func runStatusFlags(fs *flag.FlagSet, o *options) {
+type runStatusOpts struct{ follow, json bool }
+
+func (o *runStatusOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.follow, "follow", false, "redraw as the run changes until it ends")
 	fs.BoolVar(&o.json, "json", false, "print the run's status.json document instead of the view")
 }
@@ -56,18 +58,14 @@ type runQuerier interface {
 type temporalRuns struct{ cl client.Client }
 
 func (r temporalRuns) query(ctx context.Context, slug, name string, out any, args ...any) error {
-	v, err := r.cl.QueryWorkflow(ctx, runapi.WorkflowID(slug), "", name, args...)
-	if err != nil {
+	if err := (runapi.Runs{Client: r.cl}).Query(ctx, slug, name, out, args...); err != nil {
 		return runError(slug, "query "+name, err)
-	}
-	if err := v.Get(out); err != nil {
-		return fmt.Errorf("run %s: decode the %s query's answer: %w", slug, name, err)
 	}
 	return nil
 }
 
 func (r temporalRuns) closed(ctx context.Context, slug string) (bool, string, error) {
-	desc, err := r.cl.DescribeWorkflowExecution(ctx, runapi.WorkflowID(slug), "")
+	desc, err := runapi.Runs{Client: r.cl}.Describe(ctx, slug)
 	if err != nil {
 		return false, "", runError(slug, "describe", err)
 	}
@@ -105,7 +103,7 @@ type runStatusOptions struct {
 	Poll time.Duration
 }
 
-func runStatusOptionsFor(w io.Writer, o options) runStatusOptions {
+func runStatusOptionsFor(w io.Writer, o runStatusOpts) runStatusOptions {
 	return runStatusOptions{
 		JSON: o.json, Follow: o.follow, Terminal: isTerminal(w),
 		Now: time.Now, Location: time.Local, Poll: runPoll,

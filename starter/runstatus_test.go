@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/runview"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // fakeRuns answers `run status` as a run workflow would: each query gets
@@ -329,8 +329,8 @@ func TestRunStatusCommandLine(t *testing.T) {
 		require.NoError(t, err, "%v", c.args)
 		require.Equal(t, "run status", inv.cmd.name)
 		require.Equal(t, "user-profiles", inv.arg)
-		require.Equal(t, c.follow, inv.opts.follow, "%v", c.args)
-		require.Equal(t, c.json, inv.opts.json, "%v", c.args)
+		require.Equal(t, c.follow, inv.opts.(*runStatusOpts).follow, "%v", c.args)
+		require.Equal(t, c.json, inv.opts.(*runStatusOpts).json, "%v", c.args)
 		require.Equal(t, c.address, inv.conn.Address, "%v", c.args)
 	}
 
@@ -368,7 +368,7 @@ func TestRunStatusOptionsFor(t *testing.T) {
 	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	require.NoError(t, err)
 	defer f.Close()
-	o := runStatusOptionsFor(f, options{follow: true, json: true})
+	o := runStatusOptionsFor(f, runStatusOpts{follow: true, json: true})
 	require.True(t, o.Follow)
 	require.True(t, o.JSON)
 	require.False(t, o.Terminal, "a file is not a terminal")

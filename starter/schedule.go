@@ -6,17 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"os/user"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/api/intent"
 	"karvi-edda-temporal/intent"
-	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // `schedule ...` operates schedule intents: a dispatch or a run file fired
@@ -39,30 +38,28 @@ func (s *scheduleOptions) mark(name string) {
 	s.set[name] = true
 }
 
-// scheduleCreateFlags: -name and the intent's spec.
-func scheduleCreateFlags(fs *flag.FlagSet, o *options) {
-	s := &o.sched
-	stringFlag(fs, s, "name", &s.name, "the intent's `name` (a-z 0-9 _ -): its schedule is karvi-intent-<name> (required)")
-	scheduleSpecFlags(fs, o)
-	stringFlag(fs, s, "owner", &s.owner, "`owner` the quota counts the intent against (default $USER)")
+// createFlags: -name and the intent's spec.
+func (s *scheduleOptions) createFlags(fs *flag.FlagSet) {
+	s.stringFlag(fs, "name", &s.name, "the intent's `name` (a-z 0-9 _ -): its schedule is karvi-intent-<name> (required)")
+	s.specFlags(fs)
+	s.stringFlag(fs, "owner", &s.owner, "`owner` the quota counts the intent against (default $USER)")
 }
 
-// scheduleUpdateFlags: the spec, and a new target.
-func scheduleUpdateFlags(fs *flag.FlagSet, o *options) {
-	scheduleSpecFlags(fs, o)
-	stringFlag(fs, &o.sched, "target", &o.sched.target, "a new target: a DispatchPlan or run `file` (- for stdin)")
+// updateFlags: the spec, and a new target.
+func (s *scheduleOptions) updateFlags(fs *flag.FlagSet) {
+	s.specFlags(fs)
+	s.stringFlag(fs, "target", &s.target, "a new target: a DispatchPlan or run `file` (- for stdin)")
 }
 
-func scheduleSpecFlags(fs *flag.FlagSet, o *options) {
-	s := &o.sched
-	stringFlag(fs, s, "run-at", &s.runAt, "fire once at `time`: RFC 3339, \"2026-03-01 09:00\" in -tz, or a delay \"+10m\"; never sooner than -min-interval")
-	stringFlag(fs, s, "cron", &s.cron, "fire on the cron `expr`ession (5 fields, 6 with a year, 7 with seconds first; @hourly, @every 90s, ...)")
-	stringFlag(fs, s, "tz", &s.tz, "time `zone` of -cron and of a wall-clock -run-at (default the host's, stored by name)")
-	intFlag(fs, s, "max-runs", &s.maxRuns, "stop after `n` runs (default 1 for -run-at, 10000 for -cron)")
-	stringFlag(fs, s, "until", &s.until, "stop once the `condition` holds after a run: task_completed, runs>=N, all_of(...), any_of(...); none")
-	intFlag(fs, s, "catch-up", &s.catchUp, "after downtime, run at most `n` missed fires (default 1)")
-	stringFlag(fs, s, "overflow", &s.overflow, "`policy` for missed fires over -catch-up: skip them (default), or defer them to one more fire")
-	intFlag(fs, s, "max-errors", &s.maxErrors, "open the circuit (pause in error) after `n` failed fires in a row (default 3)")
+func (s *scheduleOptions) specFlags(fs *flag.FlagSet) {
+	s.stringFlag(fs, "run-at", &s.runAt, "fire once at `time`: RFC 3339, \"2026-03-01 09:00\" in -tz, or a delay \"+10m\"; never sooner than -min-interval")
+	s.stringFlag(fs, "cron", &s.cron, "fire on the cron `expr`ession (5 fields, 6 with a year, 7 with seconds first; @hourly, @every 90s, ...)")
+	s.stringFlag(fs, "tz", &s.tz, "time `zone` of -cron and of a wall-clock -run-at (default the host's, stored by name)")
+	s.intFlag(fs, "max-runs", &s.maxRuns, "stop after `n` runs (default 1 for -run-at, 10000 for -cron)")
+	s.stringFlag(fs, "until", &s.until, "stop once the `condition` holds after a run: task_completed, runs>=N, all_of(...), any_of(...); none")
+	s.intFlag(fs, "catch-up", &s.catchUp, "after downtime, run at most `n` missed fires (default 1)")
+	s.stringFlag(fs, "overflow", &s.overflow, "`policy` for missed fires over -catch-up: skip them (default), or defer them to one more fire")
+	s.intFlag(fs, "max-errors", &s.maxErrors, "open the circuit (pause in error) after `n` failed fires in a row (default 3)")
 	fs.Func("min-interval", "shortest `duration` between fires, and the first backoff (default 1m)", func(v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -74,7 +71,7 @@ func scheduleSpecFlags(fs *flag.FlagSet, o *options) {
 	})
 }
 
-func stringFlag(fs *flag.FlagSet, s *scheduleOptions, name string, p *string, usage string) {
+func (s *scheduleOptions) stringFlag(fs *flag.FlagSet, name string, p *string, usage string) {
 	fs.Func(name, usage, func(v string) error {
 		*p = v
 		s.mark(name)
@@ -82,7 +79,7 @@ func stringFlag(fs *flag.FlagSet, s *scheduleOptions, name string, p *string, us
 	})
 }
 
-func intFlag(fs *flag.FlagSet, s *scheduleOptions, name string, p *int, usage string) {
+func (s *scheduleOptions) intFlag(fs *flag.FlagSet, name string, p *int, usage string) {
 	fs.Func(name, usage, func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -94,87 +91,118 @@ func intFlag(fs *flag.FlagSet, s *scheduleOptions, name string, p *int, usage st
 	})
 }
 
-func scheduleListFlags(fs *flag.FlagSet, o *options) {
+type scheduleListOpts struct{ json bool }
+
+func (o *scheduleListOpts) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "print each intent's view as JSON: its spec, state and latest fires")
 }
 
-// scheduleCommand runs one of the schedule commands. What can be checked
-// without Temporal (the target, the spec) is checked before connecting.
-func scheduleCommand(ctx context.Context, inv invocation, stdin io.Reader, stdout io.Writer) error {
-	s, name := inv.opts.sched, inv.arg
-	var (
-		spec   intent.Spec
-		target *intent.Target
-		err    error
-	)
-	switch inv.cmd.name {
-	case "schedule create":
-		if spec, err = buildIntent(s, inv.arg, stdin); err != nil {
-			return err
-		}
-	case "schedule update":
-		if len(s.set) == 0 {
-			return &usageError{msg: "schedule update: nothing to change; give the flags to change", cmd: inv.cmd}
-		}
-		if s.set["target"] {
-			t, err := readTarget(s.target, stdin)
-			if err != nil {
-				return err
-			}
-			target = &t
-		}
-	}
-	conn, err := temporalconn.Load(inv.conn)
+// intents is the intents' client, on the connection every command dials.
+func (e *env) intents() (*intentapi.Intents, error) {
+	cl, err := e.client()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cl, err := conn.Dial(ctx, temporalconn.ErrorLogger(os.Stderr))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	x := &intentapi.Intents{Client: cl, Converter: conn.Options.DataConverter, TaskQueue: conn.TaskQueue, Quota: intent.DefaultQuota}
+	return &intentapi.Intents{Client: cl, Converter: e.conn.Options.DataConverter, TaskQueue: e.queue, Quota: intent.DefaultQuota}, nil
+}
 
-	switch inv.cmd.name {
-	case "schedule create":
-		if err := x.Create(ctx, spec); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "created intent %s (schedule %s)\n", spec.Name, intentapi.ScheduleID(spec.Name))
-		printSpec(stdout, spec, time.Now())
-		return nil
-	case "schedule list":
-		return listIntents(ctx, x, stdout, inv.opts.json)
-	case "schedule update":
-		return updateIntent(ctx, x, name, s, target, stdout)
-	case "schedule cancel":
-		if err := x.Cancel(ctx, name, orDefault(inv.opts.reason, "by "+whoAmI())); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "cancelled intent %s: schedule %s deleted (a target it started runs on)\n", name, intentapi.ScheduleID(name))
-		return nil
-	case "schedule trigger":
-		if err := x.Trigger(ctx, name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "triggered intent %s\n", name)
-		return nil
-	case "schedule pause":
-		if err := x.Pause(ctx, name, "paused by "+whoAmI()+suffix(inv.opts.reason)); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "paused intent %s\n", name)
-		return nil
-	case "schedule unpause":
-		if err := x.Unpause(ctx, name, "unpaused by "+whoAmI()+suffix(inv.opts.reason)); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "unpaused intent %s\n", name)
-		return nil
+// The schedule commands' handlers check what needs no server (the target,
+// the spec) before they dial.
+
+func scheduleCreateCmd(e *env, s *scheduleOptions) error {
+	spec, err := buildIntent(*s, e.inv.arg, e.stdin)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("command %q has no implementation", inv.cmd.name)
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	if err := x.Create(e.ctx, spec); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "created intent %s (schedule %s)\n", spec.Name, intentapi.ScheduleID(spec.Name))
+	printSpec(e.stdout, spec, time.Now())
+	return nil
+}
+
+func scheduleListCmd(e *env, _ client.Client, o *scheduleListOpts) error {
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	return listIntents(e.ctx, x, e.stdout, o.json)
+}
+
+func scheduleUpdateCmd(e *env, s *scheduleOptions) error {
+	if len(s.set) == 0 {
+		return &usageError{msg: "schedule update: nothing to change; give the flags to change", cmd: e.inv.cmd.name}
+	}
+	var target *intent.Target
+	if s.set["target"] {
+		t, err := readTarget(s.target, e.stdin)
+		if err != nil {
+			return err
+		}
+		target = &t
+	}
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	return updateIntent(e.ctx, x, e.inv.arg, *s, target, e.stdout)
+}
+
+func scheduleTriggerCmd(e *env, _ client.Client, _ *noFlags) error {
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	name := e.inv.arg
+	if err := x.Trigger(e.ctx, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "triggered intent %s\n", name)
+	return nil
+}
+
+func schedulePauseCmd(e *env, _ client.Client, o *reasonOpts) error {
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	name := e.inv.arg
+	if err := x.Pause(e.ctx, name, "paused by "+whoAmI()+suffix(o.reason)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "paused intent %s\n", name)
+	return nil
+}
+
+func scheduleUnpauseCmd(e *env, _ client.Client, o *reasonOpts) error {
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	name := e.inv.arg
+	if err := x.Unpause(e.ctx, name, "unpaused by "+whoAmI()+suffix(o.reason)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "unpaused intent %s\n", name)
+	return nil
+}
+
+func scheduleCancelCmd(e *env, _ client.Client, o *reasonOpts) error {
+	x, err := e.intents()
+	if err != nil {
+		return err
+	}
+	name := e.inv.arg
+	if err := x.Cancel(e.ctx, name, orDefault(o.reason, "by "+whoAmI())); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "cancelled intent %s: schedule %s deleted (a target it started runs on)\n", name, intentapi.ScheduleID(name))
+	return nil
 }
 
 // buildIntent reads the target and builds the intent's spec from the

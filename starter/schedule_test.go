@@ -17,18 +17,18 @@ func TestScheduleFlagsParse(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "schedule create", inv.cmd.name)
 	require.Equal(t, "../testdata/sample/dispatch.json", inv.arg)
-	s := inv.opts.sched
+	s := *inv.opts.(*scheduleOptions)
 	require.Equal(t, scheduleOptions{name: "nightly", cron: "0 2 * * *", tz: "Europe/Paris", maxRuns: 5, until: "task_completed",
 		catchUp: 2, overflow: "defer", minInterval: 90 * time.Second, maxErrors: 4, owner: "ana", set: s.set}, s)
 	require.Len(t, s.set, 10)
 
 	inv, err = parseArgs([]string{"schedule", "update", "nightly", "-cron", "@hourly"})
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{"cron": true}, inv.opts.sched.set, "update knows which flags were given")
+	require.Equal(t, map[string]bool{"cron": true}, inv.opts.(*scheduleOptions).set, "update knows which flags were given")
 
 	inv, err = parseArgs([]string{"schedule", "list", "-json"})
 	require.NoError(t, err)
-	require.True(t, inv.opts.json)
+	require.True(t, inv.opts.(*scheduleListOpts).json)
 	require.Empty(t, inv.args)
 }
 

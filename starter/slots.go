@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -15,59 +17,111 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
-// checkSlotFlags refuses slot flags that cannot work, before anything
-// reaches Temporal.
-func checkSlotFlags(inv invocation) error {
-	o := inv.opts
-	switch inv.cmd.name {
-	case "start", "redispatch", "run start":
-		if o.pool == "" {
-			if o.slotTimeout != 0 {
-				return &usageError{cmd: inv.cmd, msg: "-slot-timeout needs -pool"}
-			}
-			return nil
+// The slot flags are checked once parsed (check), so that flags that
+// cannot work are refused before anything reaches Temporal.
+
+// taskPoolOpts: a task that waits for an agent slot.
+type taskPoolOpts struct {
+	pool        string
+	slotTimeout time.Duration
+}
+
+func (o *taskPoolOpts) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` the task's conductor waits for (none: it starts at once; a running workflow keeps its own)")
+	fs.DurationVar(&o.slotTimeout, "slot-timeout", 0, "with -pool: how long to wait in line before the attempt ends blocked (0: as long as it takes)")
+}
+
+func (o *taskPoolOpts) check() error {
+	if o.pool == "" {
+		if o.slotTimeout != 0 {
+			return errors.New("-slot-timeout needs -pool")
 		}
-		if err := slots.ValidPoolName(o.pool); err != nil {
-			return &usageError{cmd: inv.cmd, msg: "-pool: " + err.Error()}
+		return nil
+	}
+	if err := checkPool(o.pool); err != nil {
+		return err
+	}
+	if o.slotTimeout < 0 {
+		return fmt.Errorf("-slot-timeout %s must not be negative", o.slotTimeout)
+	}
+	return nil
+}
+
+func checkPool(pool string) error {
+	if err := slots.ValidPoolName(pool); err != nil {
+		return errors.New("-pool: " + err.Error())
+	}
+	return nil
+}
+
+// slotsOpts: the pool to show, none for every pool.
+type slotsOpts struct {
+	pool string
+	json bool
+}
+
+func (o *slotsOpts) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.pool, "pool", "", "agent slot `pool` to show (default: list every pool that runs)")
+	fs.BoolVar(&o.json, "json", false, "the pool's view as JSON")
+}
+
+func (o *slotsOpts) check() error {
+	if o.pool == "" {
+		return nil // every pool
+	}
+	return checkPool(o.pool)
+}
+
+// slotsSetOpts: a pool's new limits (maxTotal nil: keep the pool's).
+type slotsSetOpts struct {
+	pool          string
+	maxConcurrent int
+	maxTotal      *int
+	checkEvery    time.Duration
+}
+
+func (o *slotsSetOpts) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.pool, "pool", taskapi.DefaultSlotPool, "agent slot `pool`")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "how many conductors may run at once (required, 1 to 10000)")
+	fs.Func("max-total", "how many slots one run may be granted in all, `n` (0: no limit; default: keep the pool's)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("not a number: %q", v)
 		}
-		if o.slotTimeout < 0 {
-			return &usageError{cmd: inv.cmd, msg: fmt.Sprintf("-slot-timeout %s must not be negative", o.slotTimeout)}
-		}
-	case "slots", "slots set":
-		if o.pool == "" && inv.cmd.name == "slots" {
-			return nil // every pool
-		}
-		if err := slots.ValidPoolName(o.pool); err != nil {
-			return &usageError{cmd: inv.cmd, msg: "-pool: " + err.Error()}
-		}
-		if inv.cmd.name != "slots set" {
-			return nil
-		}
-		if o.maxConcurrent == 0 {
-			return &usageError{cmd: inv.cmd, msg: "-max-concurrent is required"}
-		}
-		if err := setRequest(o).Validate(); err != nil {
-			return &usageError{cmd: inv.cmd, msg: strings.ReplaceAll(err.Error(), "\n", "; ")}
-		}
+		o.maxTotal = &n
+		return nil
+	})
+	fs.DurationVar(&o.checkEvery, "check-every", 0, "how often the pool looks whether its holders' workflows still run (default: keep the pool's)")
+}
+
+func (o *slotsSetOpts) check() error {
+	if err := checkPool(o.pool); err != nil {
+		return err
+	}
+	if o.maxConcurrent == 0 {
+		return errors.New("-max-concurrent is required")
+	}
+	if err := setRequest(*o).Validate(); err != nil {
+		return errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return nil
 }
 
 // slotRequest is a started task's slot request, nil without -pool.
-func slotRequest(o options) *taskapi.SlotRequest {
+func slotRequest(o taskPoolOpts) *taskapi.SlotRequest {
 	if o.pool == "" {
 		return nil
 	}
 	return &taskapi.SlotRequest{Pool: o.pool, Timeout: o.slotTimeout}
 }
 
-func setRequest(o options) slotapi.SetRequest {
+func setRequest(o slotsSetOpts) slotapi.SetRequest {
 	return slotapi.SetRequest{MaxConcurrent: o.maxConcurrent, MaxTotal: o.maxTotal, CheckEvery: o.checkEvery}
 }
 
@@ -107,19 +161,7 @@ func setSlots(ctx context.Context, cl client.Client, taskQueue, pool string, req
 		limits.MaxTotal = *req.MaxTotal
 	}
 	in.Limits = &limits
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, taskQueue), slotapi.PoolWorkflowName, in),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   slotapi.WorkflowID(pool),
-			UpdateName:   slotapi.UpdateSet,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	var view slotapi.View
-	if err == nil {
-		err = h.Get(ctx, &view)
-	}
+	view, err := slotapi.Pools{Client: cl, TaskQueue: taskQueue}.Set(ctx, in, req)
 	if err != nil {
 		return fmt.Errorf("pool %s: set: %w", pool, err)
 	}
@@ -290,10 +332,5 @@ func runningPools(ctx context.Context, cl client.Client) ([]listedPool, error) {
 }
 
 func queryPool(ctx context.Context, cl client.Client, pool string) (slotapi.View, error) {
-	var view slotapi.View
-	v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots)
-	if err == nil {
-		err = v.Get(&view)
-	}
-	return view, err
+	return slotapi.Pools{Client: cl}.View(ctx, pool)
 }

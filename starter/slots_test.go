@@ -7,43 +7,43 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func TestSlotsCommandLines(t *testing.T) {
 	inv, err := parseArgs([]string{"slots"})
 	require.NoError(t, err)
 	require.Equal(t, "slots", inv.cmd.name)
-	require.Empty(t, inv.opts.pool, "no -pool: every pool")
-	require.NoError(t, checkSlotFlags(inv))
+	require.Empty(t, inv.opts.(*slotsOpts).pool, "no -pool: every pool")
+	require.NoError(t, checkFlags(inv))
 	inv, err = parseArgs([]string{"slots", "-pool", "bad pool"})
 	require.NoError(t, err)
-	require.ErrorContains(t, checkSlotFlags(inv), "-pool: pool name")
+	require.ErrorContains(t, checkFlags(inv), "-pool: pool name")
 
 	inv, err = parseArgs([]string{"slots", "set", "-pool", "gpu", "-max-concurrent", "4", "-max-total", "0", "-check-every", "5s"})
 	require.NoError(t, err)
 	require.Equal(t, "slots set", inv.cmd.name)
-	require.NoError(t, checkSlotFlags(inv))
+	require.NoError(t, checkFlags(inv))
 	total := 0
-	require.Equal(t, slotapi.SetRequest{MaxConcurrent: 4, MaxTotal: &total, CheckEvery: 5 * time.Second}, setRequest(inv.opts))
+	require.Equal(t, slotapi.SetRequest{MaxConcurrent: 4, MaxTotal: &total, CheckEvery: 5 * time.Second}, setRequest(*inv.opts.(*slotsSetOpts)))
 
 	inv, err = parseArgs([]string{"slots", "set", "-max-concurrent", "2"})
 	require.NoError(t, err)
-	require.Nil(t, setRequest(inv.opts).MaxTotal, "max_total kept unless given")
+	require.Nil(t, setRequest(*inv.opts.(*slotsSetOpts)).MaxTotal, "max_total kept unless given")
 
 	inv, err = parseArgs([]string{"start", "-pool", "agents", "-slot-timeout", "10m", "d.json"})
 	require.NoError(t, err)
-	require.NoError(t, checkSlotFlags(inv))
-	require.Equal(t, &taskapi.SlotRequest{Pool: "agents", Timeout: 10 * time.Minute}, slotRequest(inv.opts))
+	require.NoError(t, checkFlags(inv))
+	require.Equal(t, &taskapi.SlotRequest{Pool: "agents", Timeout: 10 * time.Minute}, slotRequest(inv.opts.(*startOpts).taskPoolOpts))
 	inv, err = parseArgs([]string{"start", "d.json"})
 	require.NoError(t, err)
-	require.Nil(t, slotRequest(inv.opts), "a task without -pool starts at once")
+	require.Nil(t, slotRequest(inv.opts.(*startOpts).taskPoolOpts), "a task without -pool starts at once")
 
 	inv, err = parseArgs([]string{"run", "start", "-pool", "agents", "run.json"})
 	require.NoError(t, err)
-	require.Equal(t, "agents", inv.opts.pool)
+	require.Equal(t, "agents", inv.opts.(*runStartOpts).pool)
 }
 
 func TestSlotsCommandLineMistakes(t *testing.T) {

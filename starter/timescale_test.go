@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func withEnv(t *testing.T, m map[string]string) {
@@ -55,7 +55,7 @@ func TestStartsCarryTheTimeScale(t *testing.T) {
 
 		ctx, out := context.Background(), &bytes.Buffer{}
 		require.NoError(t, start(ctx, c, "q", taskapi.TaskInput{Dispatch: mapping.DispatchPlan{TaskID: "T1"}}, out))
-		require.NoError(t, startRun(ctx, c, "q", invocation{arg: "../testdata/runs/sample.json"}, nil, out))
+		require.NoError(t, startRun(ctx, c, "q", "../testdata/runs/sample.json", runStartOpts{}, nil, out))
 		require.ErrorContains(t, setSlots(ctx, c, "q", "p", slotapi.SetRequest{MaxConcurrent: 1}, out), "no server")
 		require.Equal(t, tc.tuning, task.Tuning, "scale %q", tc.env)
 		require.Equal(t, tc.tuning, runIn.Tuning, "scale %q", tc.env)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func getenv(m map[string]string) func(string) string {
@@ -75,7 +75,13 @@ func TestEnvironmentThenFlags(t *testing.T) {
 		"KARVI_EDDA_TAIL_HEARTBEAT":             "45s",
 		"KARVI_EDDA_TIME_SCALE":                 "60",
 	}
-	require.Len(t, env, len(flagEnv), "one variable per flag")
+	flags := 0
+	for _, d := range workerFlags {
+		if d.name != "" {
+			flags++
+		}
+	}
+	require.Len(t, env, flags, "one variable per flag")
 	fromEnv := config{
 		conn:     temporalconn.Flags{DefaultTaskQueue: taskapi.DefaultTaskQueue},
 		workRoot: "/env/work", conductor: "/env/edda", templates: "/env/templates",
@@ -194,26 +200,25 @@ func TestHelp(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printUsage(&out)
-	for _, fe := range flagEnv {
-		require.Contains(t, out.String(), "-"+fe.flag)
-		require.Contains(t, out.String(), "(env "+fe.env+")")
+	for _, d := range workerFlags {
+		if d.name != "" {
+			require.Contains(t, out.String(), "-"+d.name)
+			require.Contains(t, out.String(), "(env "+d.env+")")
+		} else {
+			require.Contains(t, out.String(), "  "+d.env+"\n", "-h names the variables read from the environment only")
+		}
 	}
 }
 
-// The README's configuration table lists every worker flag with its
-// variable, so the two cannot drift apart.
-func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+// docs/configuration.md lists every flag with its variable, the
+// connection's (written by hand, shared with the starter) too, and the
+// variables only the environment sets.
+func TestConfigurationDocListsEveryFlagAndVariable(t *testing.T) {
+	data, err := os.ReadFile("../docs/configuration.md")
 	require.NoError(t, err)
-	readme := string(data)
-	start := strings.Index(readme, "## Configuration")
-	require.GreaterOrEqual(t, start, 0)
-	section := readme[start:]
-	if end := strings.Index(section[3:], "\n## "); end >= 0 {
-		section = section[:end+3]
-	}
+	doc := string(data)
 	rows := map[string]string{} // flag -> env column
-	for _, line := range strings.Split(section, "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`-") {
 			continue
@@ -221,18 +226,18 @@ func TestREADMEListsEveryFlagAndVariable(t *testing.T) {
 		rows[strings.Trim(strings.TrimSpace(cells[1]), "`-")] = strings.Trim(strings.TrimSpace(cells[2]), "`")
 	}
 	env := map[string]string{"address": "TEMPORAL_ADDRESS", "namespace": "TEMPORAL_NAMESPACE", "task-queue": temporalconn.EnvTaskQueue}
-	for _, fe := range flagEnv {
-		env[fe.flag] = fe.env
+	for _, d := range workerFlags {
+		env[d.name] = d.env
 	}
 	var c config
 	newFlagSet(&c).VisitAll(func(f *flag.Flag) {
-		require.Contains(t, rows, f.Name, "README's Configuration table lacks -%s", f.Name)
-		require.Equal(t, env[f.Name], rows[f.Name], "README's variable for -%s", f.Name)
+		require.Contains(t, rows, f.Name, "docs/configuration.md lacks -%s", f.Name)
+		require.Equal(t, env[f.Name], rows[f.Name], "docs/configuration.md's variable for -%s", f.Name)
 	})
 	for _, v := range []string{"TEMPORAL_API_KEY", "TEMPORAL_CONFIG_FILE", "TEMPORAL_PROFILE",
 		"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_SERVER_NAME",
 		"KARVI_TEMPORAL_CODEC_KEY", "KARVI_API_TOKEN"} {
-		require.Contains(t, section, v)
+		require.Contains(t, doc, v)
 	}
 }
 
@@ -268,4 +273,37 @@ func TestIntakeInputCarriesTheTimeScale(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, intakeapi.Input{BoardURL: "http://localhost:3461", RuntimeHint: "edda", TaskQueue: "q",
 		Poll: 10 * time.Second / 60, TimeScale: 60}, intakeInput(c, "q"))
+}
+
+var update = flag.Bool("update", false, "rewrite the generated worker flag table of docs/configuration.md")
+
+// docs/configuration.md's worker table is made from workerFlags: it fails
+// here when either changed without the other. -update writes it anew.
+func TestConfigurationDocMatchesTheFlags(t *testing.T) {
+	const path = "../docs/configuration.md"
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	doc := string(data)
+	begin, end := strings.Index(doc, flagTableBegin), strings.Index(doc, flagTableEnd)
+	require.True(t, begin >= 0 && end > begin, "%s lacks the markers of the generated worker flag table:\n%s\n%s", path, flagTableBegin, flagTableEnd)
+	want := doc[:begin+len(flagTableBegin)] + "\n" + flagsMarkdown() + doc[end:]
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
+		return
+	}
+	if want != doc {
+		wl, dl := strings.Split(want, "\n"), strings.Split(doc, "\n")
+		i := 0
+		for i < len(wl) && i < len(dl) && wl[i] == dl[i] {
+			i++
+		}
+		line := func(ls []string) string {
+			if i < len(ls) {
+				return ls[i]
+			}
+			return "(the end)"
+		}
+		t.Fatalf("%s does not say what workerFlags declare (line %d):\n  the file: %s\n  the flags: %s\nrun `go test ./worker -run TestConfigurationDocMatchesTheFlags -update`",
+			path, i+1, line(dl), line(wl))
+	}
 }

@@ -17,12 +17,12 @@ import (
 
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A worker is one host of a fleet (docs/fleet.md): besides the shared task
@@ -237,17 +237,13 @@ func fencePeriod(getenv func(string) string, s timescale.Scale) (time.Duration, 
 func currentAttempt(ctx context.Context, cl client.Client, taskID string) (fleet.Current, bool, error) {
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	v, err := cl.QueryWorkflow(qctx, taskapi.WorkflowID(taskID), "", taskapi.QueryStatus)
+	s, err := taskapi.Tasks{Client: cl}.Status(qctx, taskID)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return fleet.Current{}, false, nil
 	}
 	if err != nil {
 		return fleet.Current{}, false, fmt.Errorf("query the status of task %s: %w", taskID, err)
-	}
-	var s taskapi.Status
-	if err := v.Get(&s); err != nil {
-		return fleet.Current{}, false, fmt.Errorf("decode the status of task %s: %w", taskID, err)
 	}
 	return fleet.Current{Attempt: s.Attempt, Plan: s.PlanName, Host: s.Host, Starting: s.Stage == taskapi.StagePrepare}, true, nil
 }

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/api/intake"
 )
 
 // oneBoardPerNamespace refuses to follow board when the intake of another
@@ -38,7 +38,7 @@ func oneBoardPerNamespace(ctx context.Context, cl client.Client, dc converter.Da
 		if id == self {
 			continue
 		}
-		desc, err := cl.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := intakeapi.Intakes{Client: cl}.Describe(ctx, id)
 		if err != nil {
 			return fmt.Errorf("describe the karvi intake %s running on namespace %s: %w", id, namespace, err)
 		}

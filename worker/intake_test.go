@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
+	"karvi-edda-temporal/api/intake"
 )
 
 // intakes answers the list of running intakes with these workflow ids,

@@ -28,6 +28,9 @@ import (
 	"karvi-edda-temporal/activities/runact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/metrics"
@@ -35,8 +38,6 @@ import (
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/stalls"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 func main() {
@@ -186,8 +187,9 @@ func run(c config) error {
 		Account:       workerAccount(c, conn.TaskQueue),
 		Scale:         c.timeScale,
 	}
-	accounts := &accountact.Activities{Temporal: cl, Scale: c.timeScale}
-	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: accounts, Traces: spans}
+	joins := &accountapi.Joins{Client: cl, Scale: c.timeScale}
+	accounts := &accountact.Activities{Temporal: cl, Joins: joins}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: joins, Traces: spans}
 	w.RegisterActivity(acts)
 	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl, Traces: spans})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
@@ -256,13 +258,7 @@ func karviClient(c config) func(string) (*karvi.Client, error) {
 // worker started it.
 func startIntake(ctx context.Context, cl client.Client, c config, taskQueue string, logger *slog.Logger) error {
 	id := intakeapi.WorkflowID(c.karviURL)
-	run, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		StaticSummary:            "karvi intake of " + c.karviURL,
-	}, intakeapi.WorkflowName, intakeInput(c, taskQueue))
+	run, err := intakeapi.Intakes{Client: cl, TaskQueue: taskQueue}.Start(ctx, intakeInput(c, taskQueue))
 	if err != nil {
 		return fmt.Errorf("start the karvi intake %s: %w", id, err)
 	}

@@ -4,17 +4,17 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/workflows/accountflow"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 	"karvi-edda-temporal/workflows/intakeflow"
 	"karvi-edda-temporal/workflows/intentflow"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
 	"karvi-edda-temporal/workflows/runflow"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 	"karvi-edda-temporal/workflows/slotflow"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 	"karvi-edda-temporal/workflows/taskflow"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Register adds every wing's workflows to a worker or replayer under their

@@ -10,20 +10,17 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/traces"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Apply carries out one action of the intake. Every kind is idempotent,
@@ -138,58 +135,44 @@ func (a *Activities) refuse(ctx context.Context, in intakeapi.ApplyInput, taskID
 	return intakeapi.ApplyResult{Result: "not run: " + reason + "; " + res, Refused: reason}, nil
 }
 
+// tasks and runs are the clients of the workflows the intake starts on
+// queue.
+func (a *Activities) tasks(queue string) taskapi.Tasks {
+	return taskapi.Tasks{Client: a.Temporal, TaskQueue: queue}
+}
+
+func (a *Activities) runs(queue string) runapi.Runs {
+	return runapi.Runs{Client: a.Temporal, TaskQueue: queue}
+}
+
 // launch starts the task's workflow for the claim, at attempt, marked
-// with it. A workflow of the id started meanwhile (a race with someone
-// else's start) is an error: the retry decides again.
-func (a *Activities) launch(ctx context.Context, in intakeapi.ApplyInput, attempt int, reuse enumspb.WorkflowIdReusePolicy) (string, error) {
+// with it; neverUsed refuses an id used before. A workflow of the id
+// started meanwhile (a race with someone else's start) is an error: the
+// retry decides again.
+func (a *Activities) launch(ctx context.Context, in intakeapi.ApplyInput, attempt int, neverUsed bool) (string, error) {
 	act := in.Action
 	if act.Dispatch == nil {
 		return "", temporal.NewNonRetryableApplicationError(string(act.Kind)+" of task "+act.TaskID+" without a dispatch plan", "BadAction", nil)
 	}
 	id := taskapi.WorkflowID(act.TaskID)
 	tin := taskapi.TaskInput{Dispatch: *act.Dispatch, Attempt: max(attempt, 1), Tuning: a.tuning(in)}
-	summary, details := taskapi.StartSummary(tin.Dispatch, tin.Attempt)
 	memo := map[string]any{MemoAttempt: act.Attempt}
 	if keyed(in.Owner, act.Key) {
 		memo[MemoClaim] = claimMark(in.Owner, act.Key)
 	}
-	// The claim begins the task's trace (docs/traces.md).
-	ctx = tracing.WithRoot(ctx, traces.ForTask(act.TaskID, act.Dispatch.PlanID))
-	run, err := a.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                in.TaskQueue,
-		StaticSummary:                            summary,
-		StaticDetails:                            details,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    reuse,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                                     memo,
-	}, taskapi.TaskWorkflowName, tin)
+	run, err := a.tasks(in.TaskQueue).Start(ctx, tin, taskapi.StartOptions{Memo: memo, NeverUsed: neverUsed})
 	if err != nil {
 		return "", fmt.Errorf("start workflow %s: %w", id, err)
 	}
 	return fmt.Sprintf("started %s run %s (attempt %d)", id, run.GetRunID(), tin.Attempt), nil
 }
 
-// nextAttempt is the attempt after the one a closed workflow of the task
-// ended on, as `starter redispatch` counts it, and at least floor.
-func (a *Activities) nextAttempt(ctx context.Context, id, runID string, floor int) int {
-	var prev taskapi.Result
-	if err := a.Temporal.GetWorkflow(ctx, id, runID).Get(ctx, &prev); err == nil && prev.Attempt > 0 {
-		return max(floor, prev.Attempt+1)
-	}
-	return floor
-}
-
 // afterClosed starts the claim's workflow after a closed one of the same
 // id that is not the claim's: the board's task is run, at the attempt
 // after that one's.
 func (a *Activities) afterClosed(ctx context.Context, in intakeapi.ApplyInput, info *workflowpb.WorkflowExecutionInfo) (intakeapi.ApplyResult, error) {
-	id, runID := info.GetExecution().GetWorkflowId(), info.GetExecution().GetRunId()
-	if id == "" {
-		id = taskapi.WorkflowID(in.Action.TaskID)
-	}
-	res, err := a.launch(ctx, in, a.nextAttempt(ctx, id, runID, in.Action.Attempt), enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	id, runID := taskapi.WorkflowID(in.Action.TaskID), info.GetExecution().GetRunId()
+	res, err := a.launch(ctx, in, a.tasks("").NextAttempt(ctx, in.Action.TaskID, runID, in.Action.Attempt), false)
 	if err != nil {
 		return intakeapi.ApplyResult{}, err
 	}
@@ -203,11 +186,11 @@ func (a *Activities) start(ctx context.Context, in intakeapi.ApplyInput) (intake
 		return a.startUnmarked(ctx, in)
 	}
 	id := taskapi.WorkflowID(act.TaskID)
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := a.tasks("").Describe(ctx, act.TaskID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
-		res, err := a.launch(ctx, in, act.Attempt, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+		res, err := a.launch(ctx, in, act.Attempt, true)
 		return intakeapi.ApplyResult{Result: res}, err
 	case err != nil:
 		return intakeapi.ApplyResult{}, fmt.Errorf("describe %s: %w", id, err)
@@ -227,7 +210,7 @@ func (a *Activities) start(ctx context.Context, in intakeapi.ApplyInput) (intake
 // done.
 func (a *Activities) startUnmarked(ctx context.Context, in intakeapi.ApplyInput) (intakeapi.ApplyResult, error) {
 	id := taskapi.WorkflowID(in.Action.TaskID)
-	res, err := a.launch(ctx, in, 1, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+	res, err := a.launch(ctx, in, 1, true)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return intakeapi.ApplyResult{Result: fmt.Sprintf("not started again: workflow %s already exists (run %s)", id, started.RunId)}, nil
@@ -241,13 +224,13 @@ func (a *Activities) redispatch(ctx context.Context, in intakeapi.ApplyInput) (i
 	if act.WorkflowID != id {
 		return a.redispatchInRun(ctx, in)
 	}
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := a.tasks("").Describe(ctx, act.TaskID, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		if !keyed(in.Owner, act.Key) {
 			return a.startUnmarked(ctx, in)
 		}
-		res, err := a.launch(ctx, in, act.Attempt, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+		res, err := a.launch(ctx, in, act.Attempt, true)
 		return intakeapi.ApplyResult{Result: res}, err
 	}
 	if err != nil {
@@ -265,13 +248,13 @@ func (a *Activities) redispatch(ctx context.Context, in intakeapi.ApplyInput) (i
 		return intakeapi.ApplyResult{Result: fmt.Sprintf("already redispatched: run %s is dispatch %d", info.GetExecution().GetRunId(), act.Attempt)}, nil
 	}
 	if running {
-		err := a.Temporal.SignalWorkflow(ctx, id, a.runOf(in, info), taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: act.Reason})
+		err := a.tasks("").Redispatch(ctx, act.TaskID, a.runOf(in, info), act.Reason)
 		if err != nil {
 			return intakeapi.ApplyResult{}, fmt.Errorf("signal redispatch to %s: %w", id, err)
 		}
 		return intakeapi.ApplyResult{Result: "signalled redispatch to the running " + id}, nil
 	}
-	res, err := a.launch(ctx, in, a.nextAttempt(ctx, id, info.GetExecution().GetRunId(), act.Attempt), enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+	res, err := a.launch(ctx, in, a.tasks("").NextAttempt(ctx, act.TaskID, info.GetExecution().GetRunId(), act.Attempt), false)
 	return intakeapi.ApplyResult{Result: res}, err
 }
 
@@ -296,19 +279,16 @@ func (a *Activities) runOf(in intakeapi.ApplyInput, info *workflowpb.WorkflowExe
 func (a *Activities) redispatchInRun(ctx context.Context, in intakeapi.ApplyInput) (intakeapi.ApplyResult, error) {
 	act := in.Action
 	runID := act.WorkflowID
-	desc, err := a.Temporal.DescribeWorkflowExecution(ctx, runID, "")
+	runs := a.runs("")
+	desc, err := runs.Describe(ctx, runapi.SlugOf(runID))
 	var nf *serviceerror.NotFound
 	if err != nil && !errors.As(err, &nf) {
 		return intakeapi.ApplyResult{}, fmt.Errorf("describe run %s: %w", runID, err)
 	}
 	if err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		v, err := a.Temporal.QueryWorkflow(ctx, runID, "", runapi.QueryStatus)
+		doc, err := runs.Status(ctx, runapi.SlugOf(runID))
 		if err != nil {
 			return intakeapi.ApplyResult{}, fmt.Errorf("query status of run %s: %w", runID, err)
-		}
-		var doc runstatus.Status
-		if err := v.Get(&doc); err != nil {
-			return intakeapi.ApplyResult{}, fmt.Errorf("status of run %s: %w", runID, err)
 		}
 		state := runstatus.TaskState("not a task")
 		if t := doc.Tasks[act.TaskID]; t != nil {
@@ -324,7 +304,7 @@ func (a *Activities) redispatchInRun(ctx context.Context, in intakeapi.ApplyInpu
 		}
 	}
 	id := taskapi.WorkflowID(act.TaskID)
-	tdesc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+	tdesc, err := a.tasks("").Describe(ctx, act.TaskID, "")
 	var out intakeapi.ApplyResult
 	switch {
 	case errors.As(err, &nf):
@@ -332,7 +312,7 @@ func (a *Activities) redispatchInRun(ctx context.Context, in intakeapi.ApplyInpu
 		if !keyed(in.Owner, act.Key) {
 			out, err = a.startUnmarked(ctx, in)
 		} else {
-			out.Result, err = a.launch(ctx, in, act.Attempt, enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE)
+			out.Result, err = a.launch(ctx, in, act.Attempt, true)
 		}
 	case err != nil:
 		return intakeapi.ApplyResult{}, fmt.Errorf("describe %s: %w", id, err)
@@ -352,7 +332,7 @@ func (a *Activities) redispatchInRun(ctx context.Context, in intakeapi.ApplyInpu
 		if running {
 			return intakeapi.ApplyResult{Result: fmt.Sprintf("not redispatched: %s is running (run %s started it)", id, runID)}, nil
 		}
-		out.Result, err = a.launch(ctx, in, a.nextAttempt(ctx, id, info.GetExecution().GetRunId(), act.Attempt), enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE)
+		out.Result, err = a.launch(ctx, in, a.tasks("").NextAttempt(ctx, act.TaskID, info.GetExecution().GetRunId(), act.Attempt), false)
 	}
 	if err != nil {
 		return intakeapi.ApplyResult{}, err
@@ -369,12 +349,7 @@ func ofRun(info *workflowpb.WorkflowExecutionInfo, runID string) bool {
 
 // retryInRun sends the retry update for one task to a running run.
 func (a *Activities) retryInRun(ctx context.Context, runID string, req runapi.TaskRequest) (string, error) {
-	h, err := a.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: runID, UpdateName: runapi.UpdateRetry, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err == nil {
-		err = h.Get(ctx, nil)
-	}
+	err := a.runs("").Update(ctx, runapi.SlugOf(runID), runapi.UpdateRetry, req)
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &appErr):
@@ -402,7 +377,7 @@ func (a *Activities) abort(ctx context.Context, in intakeapi.ApplyInput) (string
 	inRun := act.WorkflowID != id
 	runID := ""
 	if keyed(in.Owner, act.Key) {
-		desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := a.tasks("").Describe(ctx, act.TaskID, "")
 		var nf *serviceerror.NotFound
 		switch {
 		case errors.As(err, &nf) && inRun:
@@ -426,7 +401,7 @@ func (a *Activities) abort(ctx context.Context, in intakeapi.ApplyInput) (string
 		}
 		runID = info.GetExecution().GetRunId()
 	}
-	err := a.Temporal.SignalWorkflow(ctx, id, runID, taskapi.SignalAbort, taskapi.AbortSignal{Reason: act.Reason})
+	err := a.tasks("").Abort(ctx, act.TaskID, runID, act.Reason)
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf) && runID != "":
@@ -491,25 +466,20 @@ func (a *Activities) karviErr(err error) error {
 // new one's.
 func (a *Activities) startRun(ctx context.Context, in intakeapi.ApplyInput) (intakeapi.ApplyResult, error) {
 	act := in.Action
-	opts := client.StartWorkflowOptions{
-		ID:                                       act.WorkflowID,
-		TaskQueue:                                in.TaskQueue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	if _, err := runplan.Parse(act.RunFile); err != nil {
+		return intakeapi.ApplyResult{}, temporal.NewNonRetryableApplicationError("start_run of project "+act.ProjectID+": "+err.Error(), "BadAction", err)
 	}
+	opts := runapi.StartOptions{NeverUsed: true}
 	if keyed(in.Owner, act.Key) {
 		opts.Memo = map[string]any{MemoClaim: claimMark(in.Owner, act.Key)}
 	}
-	if slug, ok := strings.CutPrefix(act.WorkflowID, runapi.WorkflowID("")); ok {
-		ctx = tracing.WithRoot(ctx, traces.ForRun(slug))
-	}
-	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, runapi.RunWorkflowName, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue, Tuning: a.tuning(in)})
+	runs := a.runs(in.TaskQueue)
+	run, err := runs.Start(ctx, runapi.RunInput{Run: act.RunFile, TaskQueue: in.TaskQueue, Tuning: a.tuning(in)}, opts)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	res := ""
 	switch {
 	case errors.As(err, &started) && keyed(in.Owner, act.Key):
-		desc, err := a.Temporal.DescribeWorkflowExecution(ctx, act.WorkflowID, "")
+		desc, err := runs.Describe(ctx, runapi.SlugOf(act.WorkflowID))
 		if err != nil {
 			return intakeapi.ApplyResult{}, fmt.Errorf("describe run %s: %w", act.WorkflowID, err)
 		}
@@ -570,15 +540,10 @@ func (a *Activities) pauseRun(ctx context.Context, act intake.Action) (string, e
 }
 
 func (a *Activities) update(ctx context.Context, workflowID, name string) (string, error) {
-	h, err := a.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflowID, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
+	err := a.runs("").Update(ctx, runapi.SlugOf(workflowID), name, nil)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return "not " + name + "d: run " + workflowID + " is not running", nil
-	}
-	if err == nil {
-		err = h.Get(ctx, nil)
 	}
 	if err != nil {
 		var appErr *temporal.ApplicationError

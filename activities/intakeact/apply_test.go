@@ -15,13 +15,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A task of a run cancelled on the board is aborted like a task on its
@@ -85,7 +85,7 @@ func runOf(c *mocks.Client, runID string, status enumspb.WorkflowExecutionStatus
 }
 
 func redispatchOfRunTask(task string) intakeapi.ApplyInput {
-	d := mapping.DispatchPlan{}
+	d := mapping.DispatchPlan{TaskID: task}
 	return intakeapi.ApplyInput{TaskQueue: "q", Action: intake.Action{
 		Kind: intake.KindRedispatch, TaskID: task, WorkflowID: "karvi-run-proj-1", Attempt: 2,
 		Dispatch: &d, Reason: "sent back by the board"}}
@@ -208,7 +208,8 @@ func TestApplyStartsAtTheIntakesTimeScale(t *testing.T) {
 				Action: intake.Action{Kind: intake.KindStart, TaskID: "T1", WorkflowID: "karvi-task-T1", Dispatch: d}})
 			require.NoError(t, err)
 			_, err = a.Apply(context.Background(), intakeapi.ApplyInput{TaskQueue: "q", TimeScale: tc.intake,
-				Action: intake.Action{Kind: intake.KindStartRun, WorkflowID: "karvi-run-p-1"}})
+				Action: intake.Action{Kind: intake.KindStartRun, WorkflowID: "karvi-run-p-1",
+					RunFile: []byte(`{"title":"P","slug":"p-1","tasks":[{"id":"a","title":"A"}]}`)}})
 			require.NoError(t, err)
 			c.AssertExpectations(t)
 		})

@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/intake"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Activities are the intake's activities.
@@ -263,7 +263,7 @@ func (a *Activities) ended(ctx context.Context, st intake.State, owner string) (
 			continue
 		}
 		id := taskapi.WorkflowID(c.TaskID)
-		desc, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := a.tasks("").Describe(ctx, c.TaskID, "")
 		var nf *serviceerror.NotFound
 		switch {
 		case errors.As(err, &nf):
@@ -294,8 +294,7 @@ func (a *Activities) ended(ctx context.Context, st intake.State, owner string) (
 				if keyed(owner, c.Key) {
 					runID = info.GetExecution().GetRunId()
 				}
-				err := a.Temporal.SignalWorkflow(ctx, id, runID, taskapi.SignalAbort,
-					taskapi.AbortSignal{Reason: "cancelled on the board before its run started it"})
+				err := a.tasks("").Abort(ctx, c.TaskID, runID, "cancelled on the board before its run started it")
 				if err != nil {
 					errs = append(errs, fmt.Errorf("abort %s: %w", id, err))
 				}
@@ -312,8 +311,7 @@ func (a *Activities) ended(ctx context.Context, st intake.State, owner string) (
 		}
 		e := intakeapi.Ended{TaskID: c.TaskID, How: closeWords(info.GetStatus()), RunID: info.GetExecution().GetRunId()}
 		if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-			var r taskapi.Result
-			if err := a.Temporal.GetWorkflow(ctx, id, info.GetExecution().GetRunId()).Get(ctx, &r); err == nil {
+			if r, err := a.tasks("").Result(ctx, c.TaskID, info.GetExecution().GetRunId()); err == nil {
 				e.Final = string(r.Outcome.TaskStatus)
 			}
 		}

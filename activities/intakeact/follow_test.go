@@ -8,10 +8,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 const token = "intake-test-token"

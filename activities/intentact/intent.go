@@ -13,16 +13,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/intent"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/traces"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Errors of the intent activities that retrying cannot help.
@@ -139,49 +137,38 @@ func (a *Activities) existing(ctx context.Context, req StartTargetRequest, id st
 	if req.Target.Kind == intent.TargetDispatch {
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		var prev taskapi.Result
-		if a.Temporal.GetWorkflow(rctx, id, "").Get(rctx, &prev) == nil {
-			res.Attempt = max(res.Attempt, prev.Attempt+1)
-		}
+		res.Attempt = taskapi.Tasks{Client: a.Temporal}.NextAttempt(rctx, req.Target.ID, "", res.Attempt)
 	}
 	return res, false, nil
 }
 
 func (a *Activities) start(ctx context.Context, req StartTargetRequest, id string, attempt int) (StartTargetResult, error) {
-	opts := client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                req.TaskQueue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		Memo:                                     map[string]any{intentapi.MemoIntent: req.Intent, intentapi.MemoFire: req.FireID},
-	}
+	memo := map[string]any{intentapi.MemoIntent: req.Intent, intentapi.MemoFire: req.FireID}
 	by := fmt.Sprintf("\n\nStarted by schedule intent **%s**, fire `%s`.", req.Intent, req.FireID)
 	var (
-		name string
-		in   any
+		run client.WorkflowRun
+		err error
 	)
 	switch req.Target.Kind {
 	case intent.TargetDispatch:
-		d, err := mapping.ParseDispatchPlan(req.Target.Data)
-		if err != nil {
-			return StartTargetResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("dispatch plan: %v", err), ErrBadTarget, err)
+		d, perr := mapping.ParseDispatchPlan(req.Target.Data)
+		if perr != nil {
+			return StartTargetResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("dispatch plan: %v", perr), ErrBadTarget, perr)
 		}
-		summary, details := taskapi.StartSummary(d, attempt)
-		opts.StaticSummary, opts.StaticDetails = summary, details+by
-		ctx = tracing.WithRoot(ctx, traces.ForTask(d.TaskID, d.PlanID)) // the fire begins the task's trace
-		name, in = taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: taskapi.WithScale(nil, a.Scale)}
+		tasks := taskapi.Tasks{Client: a.Temporal, TaskQueue: req.TaskQueue}
+		run, err = tasks.Start(ctx, taskapi.TaskInput{Dispatch: d, Attempt: attempt, Tuning: taskapi.WithScale(nil, a.Scale)},
+			taskapi.StartOptions{Memo: memo, StartedBy: by})
 	case intent.TargetRun:
-		r, err := runplan.Parse(req.Target.Data)
-		if err != nil {
+		if _, err := runplan.Parse(req.Target.Data); err != nil {
 			return StartTargetResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrBadTarget, err)
 		}
-		opts.StaticSummary = fmt.Sprintf("Run %s: %s (%d tasks)", r.Slug, r.Title, len(r.Tasks))
-		opts.StaticDetails = fmt.Sprintf("**%s**\n\n%d tasks, concurrency %d", r.Title, len(r.Tasks), r.Concurrency) + by
-		ctx = tracing.WithRoot(ctx, traces.ForRun(r.Slug))
-		name, in, attempt = runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(req.Target.Data), Tuning: taskapi.WithScale(nil, a.Scale)}, 0
+		runs := runapi.Runs{Client: a.Temporal, TaskQueue: req.TaskQueue}
+		run, err = runs.Start(ctx, runapi.RunInput{Run: json.RawMessage(req.Target.Data), Tuning: taskapi.WithScale(nil, a.Scale)},
+			runapi.StartOptions{Memo: memo, StartedBy: by})
+		attempt = 0
+	default:
+		return StartTargetResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown target kind %q", req.Target.Kind), ErrBadTarget, nil)
 	}
-	run, err := a.Temporal.ExecuteWorkflow(ctx, opts, name, in)
 	if err != nil {
 		return StartTargetResult{}, fmt.Errorf("start %s: %w", id, err)
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/mocks"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The task or run a fire starts carries the worker's time scale; at real

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/tracing"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // ErrBadRunStatus: the run's status document or slug cannot be written as

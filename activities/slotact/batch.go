@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
+	"karvi-edda-temporal/api/slot"
 )
 
 // batchTimeout bounds one acquire-many update. Each acquire waits only as
@@ -183,23 +181,8 @@ func send(a *Activities, k batchKey, batch []*batchAsk) {
 }
 
 func acquireMany(ctx context.Context, c SlotClient, k batchKey, in slotapi.PoolInput, req slotapi.AcquireMany) (slotapi.AcquireManyResult, error) {
-	start := c.NewWithStartWorkflowOperation(slotapi.StartOptions(k.pool, k.queue),
-		slotapi.PoolWorkflowName, in)
-	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   slotapi.WorkflowID(k.pool),
-			UpdateID:     batchUpdateID(req),
-			UpdateName:   slotapi.UpdateAcquireMany,
-			Args:         []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
+	res, err := slotapi.Pools{Client: c, TaskQueue: k.queue}.AcquireMany(ctx, in, batchUpdateID(req), req)
 	if err != nil {
-		return slotapi.AcquireManyResult{}, fmt.Errorf("acquire %d slots in pool %s: %w", len(req.Requests), k.pool, err)
-	}
-	var res slotapi.AcquireManyResult
-	if err := h.Get(ctx, &res); err != nil {
 		return slotapi.AcquireManyResult{}, fmt.Errorf("acquire %d slots in pool %s: %w", len(req.Requests), k.pool, err)
 	}
 	return res, nil

@@ -11,25 +11,19 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
-// ErrBadSlotRequest: the pool refused a request as malformed. Retrying
-// cannot help.
-const ErrBadSlotRequest = "BadSlotRequest"
+// ErrBadSlotRequest is slotapi's: the task workflows tell it apart.
+const ErrBadSlotRequest = slotapi.ErrBadSlotRequest
 
 // SlotClient is the part of a Temporal client the slot activities need.
-type SlotClient interface {
-	NewWithStartWorkflowOperation(options client.StartWorkflowOptions, workflow any, args ...any) client.WithStartWorkflowOperation
-	UpdateWithStartWorkflow(ctx context.Context, options client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error)
-	DescribeWorkflowExecution(ctx context.Context, workflowID, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error)
-}
+type SlotClient = slotapi.Temporal
 
 // Activities reach a slot pool's workflow for a task workflow (which
 // cannot send an update itself) and look at the pool's holders for the pool.
@@ -68,11 +62,8 @@ const DefaultBatchWindow = 5 * time.Millisecond
 // other workers and for limit changes.
 const DefaultBatchesInFlight = 4
 
-// AcquireSlotRequest asks a pool for a slot.
-type AcquireSlotRequest struct {
-	Pool    string        `json:"pool"`
-	Request slots.Request `json:"request"`
-}
+// AcquireSlotRequest is slotapi's: a task workflow sends it.
+type AcquireSlotRequest = slotapi.AcquireSlotRequest
 
 // AcquireSlot asks the pool's workflow for a slot, starting the pool on
 // this worker's task queue if it does not run yet, and returns the pool's
@@ -122,24 +113,9 @@ func (a *Activities) acquire(ctx context.Context, queue string, req AcquireSlotR
 // acquireOne sends one task's acquire update, whose id is the key's: the
 // server answers a repeated id from its first outcome.
 func (a *Activities) acquireOne(ctx context.Context, queue string, req AcquireSlotRequest) (slots.Answer, error) {
-	start := a.Temporal.NewWithStartWorkflowOperation(slotapi.StartOptions(req.Pool, queue),
-		slotapi.PoolWorkflowName, a.poolInput(req.Pool))
 	k := req.Request.Key
-	h, err := a.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID:   slotapi.WorkflowID(req.Pool),
-			UpdateID:     k.UpdateID(),
-			UpdateName:   slotapi.UpdateAcquire,
-			Args:         []any{req.Request},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
+	ans, err := slotapi.Pools{Client: a.Temporal, TaskQueue: queue}.Acquire(ctx, a.poolInput(req.Pool), req.Request)
 	if err != nil {
-		return slots.Answer{}, fmt.Errorf("acquire a slot in pool %s for %s: %w", req.Pool, k, err)
-	}
-	var ans slots.Answer
-	if err := h.Get(ctx, &ans); err != nil {
 		var refused *temporal.ApplicationError
 		if errors.As(err, &refused) {
 			return slots.Answer{}, refusedErr(req.Pool, k, err)

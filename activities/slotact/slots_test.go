@@ -17,11 +17,12 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // fakeSlotClient answers as the server would: an update's outcome (or its
@@ -117,6 +118,10 @@ func (h manyHandle) Get(_ context.Context, v any) error {
 	}
 	data, _ := json.Marshal(h.res)
 	return json.Unmarshal(data, v)
+}
+
+func (f *fakeSlotClient) QueryWorkflow(context.Context, string, string, string, ...any) (converter.EncodedValue, error) {
+	return nil, errors.New("the fake answers no query")
 }
 
 func (f *fakeSlotClient) DescribeWorkflowExecution(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {

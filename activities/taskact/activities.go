@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/sink"
@@ -50,7 +50,7 @@ type Activities struct {
 	Notifier *notify.Notifier
 	// Accounts joins a task that names no agent account to the worker's
 	// (Config.Account) when it claims its host; nil joins none.
-	Accounts *accountact.Activities
+	Accounts *accountapi.Joins
 	// Traces exports the task's spans (traces.go); nil exports none.
 	Traces *tracing.Emitter
 

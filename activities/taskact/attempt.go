@@ -10,11 +10,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // ClaimHostRequest asks for a host to start an attempt of a task on.
@@ -65,11 +64,11 @@ func (a *Activities) ClaimHost(ctx context.Context, req ClaimHostRequest) (Claim
 	res.Account = a.Config.Account
 	jctx, cancel := context.WithTimeout(ctx, joinWait)
 	defer cancel()
-	v, err := a.Accounts.AccountUpdate(jctx, accountact.AccountRequest{Account: res.Account,
-		Join: &accountapi.JoinRequest{Member: activity.GetInfo(ctx).WorkflowExecution.ID}})
+	info := activity.GetInfo(ctx)
+	v, err := a.Accounts.Join(jctx, info.TaskQueue, res.Account, accountapi.JoinRequest{Member: info.WorkflowExecution.ID})
 	if err != nil {
 		res.AccountProblem = err.Error()
-		res.JoinSent = accountact.JoinedUnread(err)
+		res.JoinSent = accountapi.JoinedUnread(err)
 		return res, nil
 	}
 	res.Joined = &v

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/accountact"
+	"karvi-edda-temporal/api/account"
 )
 
 // hangingAccounts is a Temporal client whose account never answers: its
@@ -64,7 +64,7 @@ func TestClaimJoinsTheWorkersAccountWithinABound(t *testing.T) {
 	defer func(w time.Duration) { joinWait = w }(joinWait)
 	joinWait = 100 * time.Millisecond
 	h := &hangingAccounts{}
-	a := &Activities{Config: activities.Config{Host: "h1", Account: "default.q"}, Accounts: &accountact.Activities{Temporal: h}}
+	a := &Activities{Config: activities.Config{Host: "h1", Account: "default.q"}, Accounts: &accountapi.Joins{Client: h}}
 	var env testsuite.WorkflowTestSuite
 	aenv := env.NewTestActivityEnvironment()
 	aenv.RegisterActivity(a)
@@ -108,7 +108,7 @@ func TestClaimSaysWhetherTheJoinSignalWent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &hangingAccounts{signal: tc.signal}
-			a := &Activities{Config: activities.Config{Host: "h1", Account: "default.q"}, Accounts: &accountact.Activities{Temporal: h}}
+			a := &Activities{Config: activities.Config{Host: "h1", Account: "default.q"}, Accounts: &accountapi.Joins{Client: h}}
 			var env testsuite.WorkflowTestSuite
 			aenv := env.NewTestActivityEnvironment()
 			aenv.RegisterActivity(a)

@@ -56,7 +56,7 @@ func (a *Activities) StartConductor(ctx context.Context, req StartRequest) (Cond
 	h, attached, err := proc.Start(proc.Spec{
 		Dir:     req.Plan.RunDir,
 		Cwd:     req.Plan.Cwd,
-		Command: []string{bin, "conduct", "run", req.Plan.PlanPath, "--cwd", req.Plan.Cwd, "--json"},
+		Command: conductorRun(bin, req.Plan),
 		Env:     conductorEnv(a.Config.ConductorEnv),
 	})
 	if err != nil {
@@ -65,6 +65,30 @@ func (a *Activities) StartConductor(ctx context.Context, req StartRequest) (Cond
 	activity.GetLogger(ctx).Info("conductor running", "plan", req.Plan.Summary.Name,
 		"pid", h.PID, "attached", attached)
 	return handleOf(h), nil
+}
+
+// conductorArgs is edda's command line for `conduct <args>`: every
+// conductor command line of the package is built here, so the first start,
+// a resume after a pause, an abort and a retry cannot come to disagree on
+// how edda is called.
+func conductorArgs(bin string, args ...string) []string {
+	return append([]string{bin, "conduct"}, args...)
+}
+
+// conductorRun is the command line that runs plan: its events as JSON on
+// standard output, its working directory the task's.
+func conductorRun(bin string, plan PlanInfo) []string {
+	return conductorArgs(bin, "run", plan.PlanPath, "--cwd", plan.Cwd, "--json")
+}
+
+// conductorCommand is a short conductor command about plan (abort, retry),
+// run in the plan's working directory with the conductor's environment.
+func (a *Activities) conductorCommand(ctx context.Context, bin string, plan PlanInfo, args ...string) *exec.Cmd {
+	argv := conductorArgs(bin, args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = plan.Cwd
+	cmd.Env = conductorEnv(a.Config.ConductorEnv)
+	return cmd
 }
 
 // AbortRequest stops a conductor run: `conduct abort` then the process group.
@@ -101,9 +125,7 @@ func (a *Activities) AbortConductor(ctx context.Context, req AbortRequest) error
 	if bin, err := exec.LookPath(a.Config.Conductor); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, bin, "conduct", "abort", req.Plan.Summary.Name)
-		cmd.Dir = req.Plan.Cwd
-		cmd.Env = conductorEnv(a.Config.ConductorEnv)
+		cmd := a.conductorCommand(cctx, bin, req.Plan, "abort", req.Plan.Summary.Name)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			// Best effort: the plan may have no state yet, or be finished;
 			// the process group is already gone either way.

@@ -3,6 +3,7 @@ package taskact
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,12 +94,25 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	a, env, root := fenceActivities(t, "h1")
 	res := startAttempt(t, env, a, 1)
 	require.NotNil(t, res.Delivery)
+	// A delivery checkpoints at a phase start: the one under test must
+	// begin past it, or it hands back at that boundary, not at the stop.
+	// The start's own delivery may have ended before the conductor wrote
+	// its phase_start; a first delivery then takes it.
+	cp := res.Delivery
+	for cp.Next.Offset == 0 {
+		v, err := env.ExecuteActivity(a.DeliverEvents, DeliverRequest{TaskID: "T5", Plan: res.Plan,
+			Handle: *res.Conductor, Brief: cp.Brief, Cursor: cp.Next, TaskStatus: mapping.TaskInProgress,
+			MaxWait: 100 * time.Millisecond, CheckpointEvery: 100 * time.Millisecond})
+		require.NoError(t, err)
+		var d DeliverResult
+		require.NoError(t, v.Get(&d))
+		cp = &d
+	}
 	stop := make(chan struct{})
 	env.SetWorkerStopChannel(stop)
 	done := make(chan DeliverResult, 1)
 	errc := make(chan error, 1)
 	go func() {
-		cp := res.Delivery
 		v, err := env.ExecuteActivity(a.DeliverEvents, DeliverRequest{TaskID: "T5", Plan: res.Plan,
 			Handle: *res.Conductor, Brief: cp.Brief, Cursor: cp.Next, TaskStatus: mapping.TaskInProgress,
 			MaxWait: time.Hour, CheckpointEvery: time.Hour})
@@ -116,8 +130,14 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	patches := filepath.Join(root, "sink", "T5", "patches.jsonl")
 	// 30 s is a safety net, not a timing test.
 	wait.EventuallyEvery(t, 30*time.Second, 10*time.Millisecond, "the delivery to send phase_passed", func() (any, bool) {
+		select {
+		case err := <-errc:
+			t.Fatalf("the delivery ended before the worker stopped: %v %+v", err, <-done)
+		default:
+		}
 		data, _ := os.ReadFile(patches)
-		return len(data), strings.Contains(string(data), "phase_passed")
+		events, _ := os.ReadFile(res.Plan.EventsPath)
+		return fmt.Sprintf("patches %d bytes; events.jsonl %q", len(data), events), strings.Contains(string(data), "phase_passed")
 	})
 	close(stop)
 	select {
@@ -131,7 +151,7 @@ func TestDeliveryHandsBackWhenTheWorkerStops(t *testing.T) {
 	// before the stop: whatever went to the sink comes back with the
 	// checkpoint, and the cursor has moved past it.
 	require.GreaterOrEqual(t, d.Events, 1, "what it delivered comes back with the checkpoint")
-	require.Greater(t, d.Next.Offset, res.Delivery.Next.Offset, "the checkpoint's cursor moved on")
+	require.Greater(t, d.Next.Offset, cp.Next.Offset, "the checkpoint's cursor moved on")
 	require.False(t, d.Exited, "the conductor runs on")
 	st, err := proc.Inspect(res.Conductor.proc())
 	require.NoError(t, err)

@@ -400,9 +400,7 @@ func (a *Activities) ResumeConductor(ctx context.Context, req ResumeRequest) (Re
 				continue
 			}
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			cmd := exec.CommandContext(cctx, bin, "conduct", "retry", ph.ID, "--plan", req.Plan.Summary.Name)
-			cmd.Dir = req.Plan.Cwd
-			cmd.Env = conductorEnv(a.Config.ConductorEnv)
+			cmd := a.conductorCommand(cctx, bin, req.Plan, "retry", ph.ID, "--plan", req.Plan.Summary.Name)
 			out, err := cmd.CombinedOutput()
 			cancel()
 			if err != nil {
@@ -416,7 +414,7 @@ func (a *Activities) ResumeConductor(ctx context.Context, req ResumeRequest) (Re
 	h, _, err := proc.Start(proc.Spec{
 		Dir:     dir,
 		Cwd:     req.Plan.Cwd,
-		Command: []string{bin, "conduct", "run", req.Plan.PlanPath, "--cwd", req.Plan.Cwd, "--json"},
+		Command: conductorRun(bin, req.Plan),
 		Env:     conductorEnv(a.Config.ConductorEnv),
 	})
 	if err != nil {

@@ -4,31 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/notify"
 )
 
-// NotifyRequest is one event for the person who watches the tasks (the
-// webhook, internal/notify).
-type NotifyRequest struct {
-	// ID is the delivery id: the same on every retry, so a receiver acts
-	// on the event once.
-	ID     string    `json:"id"`
-	Kind   string    `json:"kind"`
-	Time   time.Time `json:"time"`
-	TaskID string    `json:"taskId,omitempty"`
-	// RunID is the run (its slug) the event is about, if any.
-	RunID string `json:"runId,omitempty"`
-	// Host is the host the event is about (the one lost); "" names the
-	// worker's own.
-	Host    string            `json:"host,omitempty"`
-	Reason  string            `json:"reason,omitempty"`
-	ResetAt time.Time         `json:"resetAt,omitzero"`
-	Details map[string]string `json:"details,omitempty"`
-}
+// NotifyRequest is taskapi's: the run workflows send it too.
+type NotifyRequest = taskapi.NotifyRequest
 
 // Notify queues the event for the webhook and returns at once: the
 // notifier delivers it in the background, with retries, and keeps what it

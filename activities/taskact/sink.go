@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/internal/sink"
 	"karvi-edda-temporal/mapping"
@@ -58,11 +57,11 @@ func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error
 // asks (StatusRequest.LeaveAccount). Best effort: a failure is logged, and
 // the account drops a member whose workflow is gone when it next signals.
 func (a *Activities) leaveAccount(ctx context.Context, account string) {
-	if account == "" || a.Accounts == nil || a.Accounts.Temporal == nil || !activity.IsActivity(ctx) {
+	if account == "" || a.Accounts == nil || a.Accounts.Client == nil || !activity.IsActivity(ctx) {
 		return
 	}
 	member := activity.GetInfo(ctx).WorkflowExecution.ID
-	if err := accountact.Leave(ctx, a.Accounts.Temporal, account, member); err != nil {
+	if err := a.Accounts.Leave(ctx, account, member); err != nil {
 		activity.GetLogger(ctx).Warn("task not taken off its account; the account drops it when it next signals",
 			"account", account, "error", err)
 	}

@@ -10,16 +10,13 @@ import (
 	"sync"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-
 	"karvi-edda-temporal/activities"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/internal/karvi"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // contender names a way of getting events to karvi.
@@ -287,8 +284,7 @@ func (r *rig) run(ctx context.Context, tasks []*task, o runOptions) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run := r.e.cl.GetWorkflow(wctx, taskapi.WorkflowID(t.id), "")
-			t.err = run.Get(wctx, &t.result)
+			t.result, t.err = taskapi.Tasks{Client: r.e.cl}.Result(wctx, t.id, "")
 			t.ended = time.Now()
 		}()
 	}
@@ -336,12 +332,8 @@ func (r *rig) start(ctx context.Context, tasks []*task, spread time.Duration, on
 			defer wg.Done()
 			defer func() { <-sem }()
 			t.started = time.Now()
-			run, err := r.e.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-				ID:                       taskapi.WorkflowID(t.id),
-				TaskQueue:                r.queue,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			}, taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning, Slots: t.slots})
+			run, err := taskapi.Tasks{Client: r.e.cl, TaskQueue: r.queue}.Start(ctx,
+				taskapi.TaskInput{Dispatch: t.dispatch, Tuning: t.tuning, Slots: t.slots}, taskapi.StartOptions{})
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("start %s: %w", t.id, err))

@@ -10,16 +10,13 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
-
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // RunBench is one run of many dependent tasks through the run workflow.
@@ -154,10 +151,7 @@ func (e *env) oneRun(ctx context.Context, prefix string, n, width, concurrency i
 	res := RunBench{Worker: worker, Tasks: n, Width: width, Concurrency: run.Concurrency, Plan: runPlan, Load: loadAvg()}
 	rss := sampleRSS([]int{r.worker.PID(), e.serverPID}, 500*time.Millisecond)
 	started := time.Now()
-	wr, err := e.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: runapi.WorkflowID(run.Slug), TaskQueue: r.queue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-	}, runapi.RunWorkflowName, runapi.RunInput{Run: json.RawMessage(data)})
+	wr, err := runapi.Runs{Client: e.cl, TaskQueue: r.queue}.Start(ctx, runapi.RunInput{Run: json.RawMessage(data)}, runapi.StartOptions{})
 	if err != nil {
 		rss.stop()
 		return fmt.Errorf("start run: %w", err)
@@ -231,12 +225,8 @@ func (r *rig) statusFigures(ctx context.Context, res *RunBench, workflowID strin
 	bytes := 0
 	_, err := runapi.FetchView(func(p runapi.ViewPage) (runapi.View, error) {
 		res.ViewPages++
-		v, err := r.e.cl.QueryWorkflow(qctx, workflowID, "", runapi.QueryView, p)
-		if err != nil {
-			return runapi.View{}, err
-		}
 		var raw json.RawMessage
-		if err := v.Get(&raw); err != nil {
+		if err := (runapi.Runs{Client: r.e.cl}).Query(qctx, runapi.SlugOf(workflowID), runapi.QueryView, &raw, p); err != nil {
 			return runapi.View{}, err
 		}
 		bytes += len(raw)

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // exampleACosts makes the simulator report example A's costs per phase.

@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // SlotBench is an agent slot pool serving a long line.
@@ -127,7 +127,7 @@ func (e *env) oneSlots(ctx context.Context, worker string, o rigOptions) error {
 	}
 	started := time.Now()
 	for _, t := range holders {
-		if err := e.cl.SignalWorkflow(ctx, taskapi.WorkflowID(t.id), "", taskapi.SignalAbort, taskapi.AbortSignal{Reason: "free the slots"}); err != nil {
+		if err := (taskapi.Tasks{Client: e.cl}).Abort(ctx, t.id, "", "free the slots"); err != nil {
 			return err
 		}
 	}
@@ -156,11 +156,8 @@ func waitPool(ctx context.Context, cl client.Client, pool string, cond func(slot
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	for {
-		if v, err := cl.QueryWorkflow(ctx, slotapi.WorkflowID(pool), "", slotapi.QuerySlots); err == nil {
-			var view slotapi.View
-			if err := v.Get(&view); err == nil && cond(view) {
-				return nil
-			}
+		if view, err := (slotapi.Pools{Client: cl}).View(ctx, pool); err == nil && cond(view) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -174,19 +171,11 @@ func waitPool(ctx context.Context, cl client.Client, pool string, cond func(slot
 // (onShared: on the shared queue, as workers before slotapi.PoolQueue did).
 func setPool(ctx context.Context, cl client.Client, queue, pool string, limit int, onShared bool) error {
 	in := slotapi.PoolInput{Pool: pool, Limits: &slots.Limits{MaxConcurrent: limit}}
-	opts := slotapi.StartOptions(pool, queue)
-	if onShared {
-		opts.TaskQueue = queue
-	}
-	h, err := cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: cl.NewWithStartWorkflowOperation(opts, slotapi.PoolWorkflowName, in),
-		UpdateOptions: client.UpdateWorkflowOptions{WorkflowID: slotapi.WorkflowID(pool), UpdateName: slotapi.UpdateSet,
-			Args: []any{slotapi.SetRequest{MaxConcurrent: limit}}, WaitForStage: client.WorkflowUpdateStageCompleted},
-	})
-	if err != nil {
+	pools := slotapi.Pools{Client: cl, TaskQueue: queue, OnShared: onShared}
+	if _, err := pools.Set(ctx, in, slotapi.SetRequest{MaxConcurrent: limit}); err != nil {
 		return fmt.Errorf("set pool %s: %w", pool, err)
 	}
-	return h.Get(ctx, nil)
+	return nil
 }
 
 // measure reads the pool's and the tasks' histories: when each release
@@ -194,7 +183,7 @@ func setPool(ctx context.Context, cl client.Client, queue, pool string, limit in
 // task.
 func (res *SlotBench) measure(ctx context.Context, cl client.Client, pool string, tasks []*task) error {
 	id := slotapi.WorkflowID(pool)
-	d, err := cl.DescribeWorkflowExecution(ctx, id, "")
+	d, err := slotapi.Pools{Client: cl}.Describe(ctx, pool)
 	if err != nil {
 		return fmt.Errorf("describe pool %s: %w", pool, err)
 	}

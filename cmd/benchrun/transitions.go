@@ -15,9 +15,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/bench"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // sampleOf picks k tasks spread evenly over tasks (all of them when fewer).
@@ -41,7 +41,7 @@ type transitionCount struct {
 }
 
 func (r *rig) transitionsOf(ctx context.Context, t *task) (transitionCount, bool) {
-	d, err := r.e.cl.DescribeWorkflowExecution(ctx, taskapi.WorkflowID(t.id), "")
+	d, err := taskapi.Tasks{Client: r.e.cl}.Describe(ctx, t.id, "")
 	if err != nil {
 		return transitionCount{}, false
 	}
@@ -206,7 +206,7 @@ func boundaryWithin(events []bench.EventStamp, from, to time.Time) bool {
 func (r *rig) transitionsOverall(ctx context.Context, tasks []*task) (float64, int) {
 	var perMin []float64
 	for _, t := range tasks {
-		d, err := r.e.cl.DescribeWorkflowExecution(ctx, taskapi.WorkflowID(t.id), "")
+		d, err := taskapi.Tasks{Client: r.e.cl}.Describe(ctx, t.id, "")
 		if err != nil {
 			continue
 		}

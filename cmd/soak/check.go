@@ -14,10 +14,10 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/soak"
 	"karvi-edda-temporal/soak/observe"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // soakChecker is the soak's checks (soak/observe): a sampler of live
@@ -140,22 +140,20 @@ func (d *driver) whereIs(ctx context.Context, id string) string {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var parts []string
-	if v, err := d.cl.QueryWorkflow(cctx, taskapi.WorkflowID(id), "", taskapi.QueryStatus); err != nil {
+	tasks := taskapi.Tasks{Client: d.cl}
+	if st, err := tasks.Status(cctx, id); err != nil {
 		parts = append(parts, "status query: "+err.Error())
 	} else {
-		var st taskapi.Status
-		if err := v.Get(&st); err == nil {
-			p := fmt.Sprintf("stage %s, attempt %d, plan %s, phase %s %s, host %s, task status %s", st.Stage, st.Attempt, st.PlanName, st.CurrentPhase, st.PhaseStatus, st.Host, st.TaskStatus)
-			if st.Pause != nil {
-				p += fmt.Sprintf(", paused (%s) since %s until %s", st.Pause.Reason, st.Pause.Since.Format(time.RFC3339), st.Pause.Until.Format(time.RFC3339))
-			}
-			if st.Slot != nil {
-				p += ", slot " + st.Slot.State
-			}
-			parts = append(parts, p)
+		p := fmt.Sprintf("stage %s, attempt %d, plan %s, phase %s %s, host %s, task status %s", st.Stage, st.Attempt, st.PlanName, st.CurrentPhase, st.PhaseStatus, st.Host, st.TaskStatus)
+		if st.Pause != nil {
+			p += fmt.Sprintf(", paused (%s) since %s until %s", st.Pause.Reason, st.Pause.Since.Format(time.RFC3339), st.Pause.Until.Format(time.RFC3339))
 		}
+		if st.Slot != nil {
+			p += ", slot " + st.Slot.State
+		}
+		parts = append(parts, p)
 	}
-	if desc, err := d.cl.DescribeWorkflowExecution(cctx, taskapi.WorkflowID(id), ""); err == nil {
+	if desc, err := tasks.Describe(cctx, id, ""); err == nil {
 		for _, a := range desc.GetPendingActivities() {
 			parts = append(parts, fmt.Sprintf("pending %s (%s, attempt %d, last error %q)", a.GetActivityType().GetName(), a.GetState(), a.GetAttempt(), a.GetLastFailure().GetMessage()))
 		}

@@ -12,17 +12,16 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/soak"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Task origins.
@@ -302,7 +301,10 @@ func (d *driver) startTask(ctx context.Context, t soak.TaskSpec) error {
 		det["onStall"] = t.OnStall
 	}
 	d.faults(t, "")
-	if err := d.startOnce(ctx, taskapi.WorkflowID(t.ID), "soak task "+t.ID, taskapi.TaskWorkflowName, in); err != nil {
+	if err := d.startOnce(ctx, "start "+taskapi.WorkflowID(t.ID), func(ctx context.Context) error {
+		_, err := taskapi.Tasks{Client: d.cl, TaskQueue: taskapi.DefaultTaskQueue}.Start(ctx, in, taskapi.StartOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecTaskStart, Task: t.ID, Attempt: 1, Details: det})
@@ -313,13 +315,9 @@ func (d *driver) startTask(ctx context.Context, t soak.TaskSpec) error {
 // startOnce starts a workflow, retrying what failed on the way; a try
 // that reached the server before an error came back left the workflow
 // started, which is what was asked.
-func (d *driver) startOnce(ctx context.Context, id, summary, workflow string, in any) error {
-	return retry(ctx, "start "+id, func(ctx context.Context) error {
-		_, err := d.cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: taskapi.DefaultTaskQueue, StaticSummary: summary,
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		}, workflow, in)
+func (d *driver) startOnce(ctx context.Context, what string, start func(context.Context) error) error {
+	return retry(ctx, what, func(ctx context.Context) error {
+		err := start(ctx)
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
 			return nil
@@ -371,7 +369,10 @@ func (d *driver) startRun(ctx context.Context, r soak.RunSpec) error {
 		det["budgetUsd"] = strconv.FormatFloat(r.Budget.LimitUSD, 'f', 2, 64)
 		det["budgetAction"] = r.Budget.Action
 	}
-	if err := d.startOnce(ctx, runapi.WorkflowID(r.Slug), "soak run "+r.Slug, runapi.RunWorkflowName, in); err != nil {
+	if err := d.startOnce(ctx, "start "+runapi.WorkflowID(r.Slug), func(ctx context.Context) error {
+		_, err := runapi.Runs{Client: d.cl, TaskQueue: taskapi.DefaultTaskQueue}.Start(ctx, in, runapi.StartOptions{})
+		return err
+	}); err != nil {
 		return err
 	}
 	d.record(soak.Record{Kind: soak.RecRunStart, Run: r.Slug, Details: det})
@@ -420,7 +421,7 @@ func (d *driver) signalTask(ctx context.Context, st soak.Step) error {
 	// of a person's action before the action.
 	d.record(soak.Record{Kind: kind, Task: st.Task, Details: det})
 	err := retry(ctx, name+" "+st.Task, func(ctx context.Context) error {
-		return d.cl.SignalWorkflow(ctx, taskapi.WorkflowID(st.Task), "", name, payload)
+		return taskapi.Tasks{Client: d.cl}.Signal(ctx, st.Task, "", name, payload)
 	})
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -434,14 +435,7 @@ func (d *driver) signalTask(ctx context.Context, st soak.Step) error {
 func (d *driver) raiseRunBudget(ctx context.Context, st soak.Step) error {
 	d.record(soak.Record{Kind: soak.RecBudgetRaise, Run: st.Run, Details: map[string]string{"limitUsd": strconv.FormatFloat(st.BudgetUSD, 'f', 2, 64)}})
 	err := retry(ctx, "run budget "+st.Run, func(ctx context.Context) error {
-		h, err := d.cl.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: runapi.WorkflowID(st.Run), UpdateName: runapi.UpdateBudget,
-			Args: []any{runapi.BudgetRequest{LimitUSD: st.BudgetUSD}}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		if err != nil {
-			return err
-		}
-		return h.Get(ctx, nil)
+		return runapi.Runs{Client: d.cl}.Update(ctx, st.Run, runapi.UpdateBudget, runapi.BudgetRequest{LimitUSD: st.BudgetUSD})
 	})
 	if err != nil && !isTransient(err) {
 		// The run ended, or refused: nothing for a person to raise.
@@ -454,19 +448,8 @@ func (d *driver) raiseRunBudget(ctx context.Context, st soak.Step) error {
 func (d *driver) resumeAccount(ctx context.Context, account string) error {
 	d.record(soak.Record{Kind: soak.RecResume, Details: map[string]string{"account": account}})
 	return retry(ctx, "resume account "+account, func(ctx context.Context) error {
-		h, err := d.cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: d.cl.NewWithStartWorkflowOperation(accountapi.StartOptions(account, taskapi.DefaultTaskQueue),
-				accountapi.WorkflowName, accountapi.Input{Account: account}),
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID: accountapi.WorkflowID(account), UpdateName: accountapi.UpdateResume,
-				Args:         []any{accountapi.ResumeRequest{Reason: "soak: a person resumed the account"}},
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err != nil {
-			return err
-		}
-		return h.Get(ctx, nil)
+		_, err := accountapi.Accounts{Client: d.cl, TaskQueue: taskapi.DefaultTaskQueue}.Resume(ctx, account, "soak: a person resumed the account")
+		return err
 	})
 }
 
@@ -474,17 +457,8 @@ func (d *driver) setPool(ctx context.Context, pool string, n int) error {
 	d.record(soak.Record{Kind: soak.RecNote, Details: map[string]string{"step": "pool_limit", "pool": pool, "maxConcurrent": strconv.Itoa(n)}})
 	return retry(ctx, "pool "+pool, func(ctx context.Context) error {
 		in := slotapi.PoolInput{Pool: pool, Limits: &slots.Limits{MaxConcurrent: n}}
-		h, err := d.cl.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: d.cl.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, taskapi.DefaultTaskQueue), slotapi.PoolWorkflowName, in),
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID: slotapi.WorkflowID(pool), UpdateName: slotapi.UpdateSet,
-				Args: []any{slotapi.SetRequest{MaxConcurrent: n}}, WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err != nil {
-			return err
-		}
-		return h.Get(ctx, nil)
+		_, err := slotapi.Pools{Client: d.cl, TaskQueue: taskapi.DefaultTaskQueue}.Set(ctx, in, slotapi.SetRequest{MaxConcurrent: n})
+		return err
 	})
 }
 

@@ -1,6 +1,6 @@
 package main
 
-import "karvi-edda-temporal/workflows/taskflow/taskapi"
+import "karvi-edda-temporal/api/task"
 
 // scaledTuning is a task's tuning at the soak's time scale: the one
 // setting every period the workflow waits on follows (the pause margin,

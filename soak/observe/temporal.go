@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/soak"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Workflows is what the soak asks the task workflows. The Temporal
@@ -42,15 +42,12 @@ func notFound(err error) bool {
 }
 
 func (w temporalWorkflows) query(ctx context.Context, task, name string, into any) (bool, error) {
-	v, err := w.c.QueryWorkflow(ctx, taskapi.WorkflowID(task), "", name)
+	err := taskapi.Tasks{Client: w.c}.Query(ctx, task, "", name, into)
 	if notFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("task %s: query %s: %w", task, name, err)
-	}
-	if err := v.Get(into); err != nil {
-		return true, fmt.Errorf("task %s: decode %s: %w", task, name, err)
 	}
 	return true, nil
 }
@@ -89,8 +86,8 @@ func (w temporalWorkflows) Cost(ctx context.Context, task string) (float64, *soa
 }
 
 func (w temporalWorkflows) Final(ctx context.Context, task string) (*soak.WorkflowObs, *soak.JobObs, map[string]string, error) {
-	id := taskapi.WorkflowID(task)
-	desc, err := w.c.DescribeWorkflowExecution(ctx, id, "")
+	tasks := taskapi.Tasks{Client: w.c}
+	desc, err := tasks.Describe(ctx, task, "")
 	if notFound(err) {
 		return nil, nil, nil, nil
 	}
@@ -117,8 +114,7 @@ func (w temporalWorkflows) Final(ctx context.Context, task string) (*soak.Workfl
 		wo.Attempts = attemptsOf(st.Attempts)
 	}
 	if status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		var res taskapi.Result
-		if err := w.c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		if res, err := tasks.Result(ctx, task, ""); err != nil {
 			errs = append(errs, fmt.Errorf("task %s: result: %w", task, err))
 		} else {
 			wo.Attempt, wo.PlanName = res.Attempt, res.PlanName
@@ -133,7 +129,7 @@ func (w temporalWorkflows) Final(ctx context.Context, task string) (*soak.Workfl
 	} else {
 		wo.CostUSD, wo.Budget = spent, b
 	}
-	if n, err := w.closes(ctx, id); err != nil {
+	if n, err := w.closes(ctx, taskapi.WorkflowID(task)); err != nil {
 		errs = append(errs, err)
 	} else {
 		wo.Closes = n

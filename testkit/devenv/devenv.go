@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/proc"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // RepoRoot finds the module root by walking up to go.mod.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 	"os"
 	"os/exec"
 	"strings"

@@ -4,7 +4,7 @@ package testrig
 
 import (
 	"context"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 	"testing"
 	"time"
 
@@ -21,27 +21,11 @@ import (
 // workflow's metadata query, and the summaries activities leave in history.
 
 // StartAsStarter starts a task workflow as the starter does, with the
-// static summary and details the Web UI shows; Start leaves them out.
+// static summary and details the Web UI shows (every start through
+// taskapi.Tasks sets them, Start's too).
 func (r *Rig) StartAsStarter(in taskapi.TaskInput) client.WorkflowRun {
 	r.t.Helper()
-	if r.Karvi != nil {
-		if _, ok := r.Karvi.Task(in.Dispatch.TaskID); !ok {
-			r.AddKarviTask(in.Dispatch.TaskID)
-		}
-	}
-	summary, details := taskapi.StartSummary(in.Dispatch, in.Attempt)
-	id := taskapi.WorkflowID(in.Dispatch.TaskID)
-	run, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                r.Queue,
-		StaticSummary:                            summary,
-		StaticDetails:                            details,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, taskapi.TaskWorkflowName, in)
-	require.NoError(r.t, err)
-	r.Track(id)
-	return run
+	return r.StartInput(in)
 }
 
 // CurrentDetails are the current details of a task's workflow, from the
@@ -56,12 +40,8 @@ func (r *Rig) CurrentDetails(taskID string) string {
 }
 
 func (r *Rig) currentDetails(ctx context.Context, taskID string) (string, error) {
-	v, err := r.Client.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", "__temporal_workflow_metadata")
-	if err != nil {
-		return "", err
-	}
 	var md sdkpb.WorkflowMetadata
-	if err := v.Get(&md); err != nil {
+	if err := r.Tasks().Query(ctx, taskID, "", "__temporal_workflow_metadata", &md); err != nil {
 		return "", err
 	}
 	return md.GetCurrentDetails(), nil

@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/account"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/karvifake"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // Options shape one test's rig.

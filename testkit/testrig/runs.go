@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // StartRun starts a run workflow on the rig's queue. Cleanup closes it and
@@ -22,18 +21,18 @@ func (r *Rig) StartRun(in runapi.RunInput) (client.WorkflowRun, runplan.Run) {
 	run, err := runplan.Parse(in.Run)
 	require.NoError(r.t, err)
 	id := runapi.WorkflowID(run.Slug)
-	wr, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                r.Queue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, runapi.RunWorkflowName, in)
+	wr, err := r.Runs().Start(context.Background(), in, runapi.StartOptions{})
 	require.NoError(r.t, err)
 	r.Track(id)
 	for _, t := range run.Tasks {
 		r.Track(runapi.TaskWorkflowID(t.ID))
 	}
 	return wr, run
+}
+
+// Runs is the run workflows' client on the rig's queue.
+func (r *Rig) Runs() runapi.Runs {
+	return runapi.Runs{Client: r.Client, TaskQueue: r.Queue}
 }
 
 // RunResult waits for a run's final document; the deadline only keeps a
@@ -61,16 +60,14 @@ func (r *Rig) WaitRun(slug, what string, cond func(runapi.View) bool) runapi.Vie
 		func(v runapi.View) any { return v.Status })
 }
 
-// UpdateRun sends one of the run's updates and returns its answer.
-func (r *Rig) UpdateRun(slug, name string, args ...any) error {
+// UpdateRun sends one of the run's updates, with its argument if any,
+// and returns its answer.
+func (r *Rig) UpdateRun(slug, name string, arg ...any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := r.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: runapi.WorkflowID(slug), UpdateName: name, Args: args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return err
+	var a any
+	if len(arg) > 0 {
+		a = arg[0]
 	}
-	return h.Get(ctx, nil)
+	return r.Runs().Update(ctx, slug, name, a)
 }

@@ -8,10 +8,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // PoolName is a slot pool name of the test's own: pools are shared by
@@ -43,18 +42,7 @@ func (r *Rig) TrySetPool(pool string, req slotapi.SetRequest) (slotapi.View, err
 		limits.MaxTotal = *req.MaxTotal
 	}
 	in := slotapi.PoolInput{Pool: pool, Limits: &limits, CheckEvery: req.CheckEvery}
-	h, err := r.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: r.Client.NewWithStartWorkflowOperation(slotapi.StartOptions(pool, r.Queue), slotapi.PoolWorkflowName, in),
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID: slotapi.WorkflowID(pool), UpdateName: slotapi.UpdateSet, Args: []any{req},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return slotapi.View{}, err
-	}
-	var v slotapi.View
-	return v, h.Get(ctx, &v)
+	return slotapi.Pools{Client: r.Client, TaskQueue: r.Queue}.Set(ctx, in, req)
 }
 
 // Pool queries a pool's view.

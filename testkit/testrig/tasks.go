@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/devenv"
 	"karvi-edda-temporal/testkit/wait"
 	"karvi-edda-temporal/workflows"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Start starts the task workflow for d; see StartInput.
@@ -45,17 +45,16 @@ func (r *Rig) TryStart(in taskapi.TaskInput) (client.WorkflowRun, error) {
 			r.AddKarviTask(in.Dispatch.TaskID)
 		}
 	}
-	id := taskapi.WorkflowID(in.Dispatch.TaskID)
-	run, err := r.Client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                r.Queue,
-		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, taskapi.TaskWorkflowName, in)
+	run, err := r.Tasks().Start(context.Background(), in, taskapi.StartOptions{})
 	if err == nil {
-		r.Track(id)
+		r.Track(taskapi.WorkflowID(in.Dispatch.TaskID))
 	}
 	return run, err
+}
+
+// Tasks is the task workflows' client on the rig's queue.
+func (r *Rig) Tasks() taskapi.Tasks {
+	return taskapi.Tasks{Client: r.Client, TaskQueue: r.Queue}
 }
 
 // Result waits for the workflow's result; the 3-minute deadline only keeps
@@ -84,12 +83,7 @@ func (r *Rig) Status(taskID string) (taskapi.Status, error) {
 }
 
 func (r *Rig) queryStatus(ctx context.Context, taskID string) (taskapi.Status, error) {
-	v, err := r.Client.QueryWorkflow(ctx, taskapi.WorkflowID(taskID), "", taskapi.QueryStatus)
-	if err != nil {
-		return taskapi.Status{}, err
-	}
-	var s taskapi.Status
-	return s, v.Get(&s)
+	return r.Tasks().Status(ctx, taskID)
 }
 
 // WaitFor polls the status query until cond holds; Temporal pushes no
@@ -170,7 +164,7 @@ func PhaseRunning(eventsPath, phase string) bool {
 func (r *Rig) Signal(taskID, name string, arg any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return r.Client.SignalWorkflow(ctx, taskapi.WorkflowID(taskID), "", name, arg)
+	return r.Tasks().Signal(ctx, taskID, "", name, arg)
 }
 
 // History is the event history of the task's latest workflow run.

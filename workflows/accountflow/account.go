@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/api/account"
 )
 
 // AccountWorkflow keeps one agent account's pause: a small entity
@@ -44,10 +44,6 @@ func AccountWorkflow(ctx workflow.Context, in accountapi.Input) error {
 	}
 	return a.loop()
 }
-
-// versionPauseMemo names the change that keeps the pause in the memo
-// (accountapi.MemoPause).
-const versionPauseMemo = "pause-memo"
 
 // publish writes the pause to the memo, where joining workers read it.
 func (a *accountFlow) publish(ctx workflow.Context) error {

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
+	"karvi-edda-temporal/api/account"
 )
 
 type accountCalls struct {

@@ -1,21 +1,13 @@
 package flowkit
 
 import (
-	"karvi-edda-temporal/activities/taskact"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"karvi-edda-temporal/api/task"
 )
-
-// notifier holds the Notify activity, referenced by its method so the
-// name stays the one the worker registers.
-var notifier *taskact.Activities
-
-// versionNotifyEnds names the change that sends the blocked, host_lost and
-// run_ended notifications. Histories recorded before it replay without
-// them.
-const versionNotifyEnds = "notify-ends"
 
 // NotifyOn reports whether this workflow sends the notifications of
 // versionNotifyEnds. It is asked only where one is about to be sent, so
@@ -25,12 +17,12 @@ func NotifyOn(ctx workflow.Context) bool {
 }
 
 // QueueNotification hands one event to the worker's webhook notifier.
-func QueueNotification(ctx workflow.Context, req taskact.NotifyRequest) {
+func QueueNotification(ctx workflow.Context, req taskapi.NotifyRequest) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		Summary: req.Kind + " notification", StartToCloseTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3, NonRetryableErrorTypes: []string{"BadNotification"}},
 	})
-	if err := workflow.ExecuteLocalActivity(lctx, notifier.Notify, req).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteLocalActivity(lctx, taskapi.ActivityNotify, req).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("notification not queued", "kind", req.Kind, "error", err)
 	}
 }

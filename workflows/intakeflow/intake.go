@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/intake"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 // Register adds the intake workflow to a worker or replayer under its

@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/intake"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 // board is a karvi board with the given tasks at _version v.

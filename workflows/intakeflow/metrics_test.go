@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/intake"
 	"karvi-edda-temporal/internal/metrics"
-	"karvi-edda-temporal/workflows/intakeflow/intakeapi"
 )
 
 type (

@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/intentact"
+	"karvi-edda-temporal/api/intent"
 	"karvi-edda-temporal/intent"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // intentActs is only used for its method values, as acts is.

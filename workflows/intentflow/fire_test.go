@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities/intentact"
+	"karvi-edda-temporal/api/intent"
 	"karvi-edda-temporal/intent"
-	"karvi-edda-temporal/workflows/intentflow/intentapi"
 )
 
 // fireTime is a fire's nominal time in these tests: a multiple of ten

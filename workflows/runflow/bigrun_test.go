@@ -16,9 +16,9 @@ import (
 
 	"karvi-edda-temporal/activities/runact"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // bigRunFile is a run file of n tasks shaped as the run benchmark's: levels

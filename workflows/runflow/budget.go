@@ -6,12 +6,11 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run's budget covers what all its tasks spend: the attempts that ended
@@ -101,11 +100,6 @@ func spentPast(total, acknowledged float64) bool {
 	return total > acknowledged+1e-9
 }
 
-// versionBudgetPause names the change that lets a run's budget pause the
-// run; runs recorded before it could not have a pause budget. Version 2
-// tells the webhook that the run waits for a person.
-const versionBudgetPause = "run-budget-pause"
-
 // pauseForBudget pauses an active run for its spent budget and tells it on
 // the run and on the brief of every task running. A run a person paused
 // stays paused for them; it pauses for the budget once they resume it.
@@ -129,7 +123,7 @@ func (r *runFlow) pauseForBudget(total float64) {
 	r.noteRunningTasks("budget", r.st.BudgetNote)
 	if v >= 2 {
 		now := workflow.Now(r.ctx).UTC()
-		flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
+		flowkit.QueueNotification(r.ctx, taskapi.NotifyRequest{
 			// One id a pause: the pause's time, the same on every replay.
 			ID:   fmt.Sprintf("%s-run_paused-%d", workflow.GetInfo(r.ctx).WorkflowExecution.ID, now.UnixNano()),
 			Kind: "paused", Time: now, RunID: slug, Reason: r.st.BudgetNote,

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // queryAt reads the run's status.json document at a point of workflow time.

@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // maxDetailRows bounds the task table in the Web UI's current details; the

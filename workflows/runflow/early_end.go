@@ -1,7 +1,7 @@
 package runflow
 
 import (
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 )
 
 // A task tells its run that it completed before its workflow closes

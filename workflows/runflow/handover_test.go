@@ -19,9 +19,9 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Signals from the tasks that come in the same workflow task as the

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // A task workflow that moved on to later attempts inside (a redispatch, a

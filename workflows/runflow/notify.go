@@ -2,7 +2,7 @@ package runflow
 
 import (
 	"fmt"
-	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
 	"sort"
@@ -46,7 +46,7 @@ func (r *runFlow) notifyEnded() {
 		details["abort_reason"] = r.st.AbortReason
 	}
 	info := workflow.GetInfo(r.ctx)
-	flowkit.QueueNotification(r.ctx, taskact.NotifyRequest{
+	flowkit.QueueNotification(r.ctx, taskapi.NotifyRequest{
 		ID:   fmt.Sprintf("%s-run_ended-%s", info.WorkflowExecution.ID, info.WorkflowExecution.RunID),
 		Kind: "run_ended", Time: workflow.Now(r.ctx).UTC(), RunID: r.run.Slug,
 		Reason:  fmt.Sprintf("run %s ended %s: %s", r.run.Slug, doc.Status, strings.Join(parts, ", ")),

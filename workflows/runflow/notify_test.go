@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // A run that ends tells the webhook once, with its tasks counted and

@@ -1,8 +1,8 @@
 package runflow
 
 import (
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // listenForPauses registers the handler of the tasks' pause reports: a

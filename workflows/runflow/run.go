@@ -13,12 +13,12 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // runActs is only used for its method values, like acts.
@@ -510,15 +510,6 @@ func (r *runFlow) result() runstatus.Status {
 	return doc
 }
 
-// versionInitialStatus names the change that writes status.json (and the
-// run's first events) before the first task starts.
-const versionInitialStatus = "run-initial-status"
-
-// versionAttemptReached names the change that made a run number a task's
-// next attempt on from the one its last workflow ended on, not from the
-// one that workflow began with.
-const versionAttemptReached = "run-attempt-reached"
-
 // abortWait bounds how long an aborted run waits for its tasks to end.
 const abortWait = 2 * time.Minute
 
@@ -730,10 +721,6 @@ func (r *runFlow) dueToHandOver() bool {
 	limit := r.in.ContinueAsNewAfter
 	return workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() || (limit > 0 && r.started >= limit)
 }
-
-// versionHoldStartsForHandover names the change that makes a run due to
-// continue-as-new start no task until it has.
-const versionHoldStartsForHandover = "run-hold-starts-for-handover"
 
 // holdsStarts: a run due to continue-as-new starts no more tasks until it
 // has. A start holds the hand-over back until the server answers it, and

@@ -17,12 +17,12 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fakeTasks stands in for the task workflows of a run: each task's attempts

@@ -1,11 +1,11 @@
 package runflow
 
 import (
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // runState is what the run workflow hands over on continue-as-new: the

@@ -21,11 +21,6 @@ import (
 // they make then is not in that write, and writeStatus leaves it for the
 // next one.
 
-// versionSignalsBuffered names the change that leaves the tasks' signals
-// buffered until a listener or the hand-over takes them, and counts as
-// written only the changes a status write carried.
-const versionSignalsBuffered = "run-signals-buffered"
-
 // listen makes every signal name brings go to apply, in a listener of its
 // own; the signal of runs recorded before versionSignalsBuffered is taken
 // by Receive, as then.

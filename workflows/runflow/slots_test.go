@@ -12,10 +12,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run with a pool hands it to every task it starts, as that run; a run

@@ -1,7 +1,7 @@
 package runflow
 
 import (
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 )
 
 // listenForStalls registers the handler of the tasks' stall reports: a

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // setUpdateHandlers registers pause, resume, skip, retry, budget and abort. Each

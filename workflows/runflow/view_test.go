@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"karvi-edda-temporal/workflows/runflow/runapi"
+	"karvi-edda-temporal/api/run"
 )
 
 // The view query answers a page of the tasks when asked for one, and the

@@ -6,10 +6,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/runact"
+	"karvi-edda-temporal/api/run"
 	"karvi-edda-temporal/internal/errtext"
 	"karvi-edda-temporal/internal/worktree"
 	"karvi-edda-temporal/runstatus"
-	"karvi-edda-temporal/workflows/runflow/runapi"
 )
 
 // gitActs holds the git activities, referenced by method so their names
@@ -21,12 +21,6 @@ var gitActs *runact.GitActivities
 // a completed task's branch is merged back, one merge at a time, before the
 // task counts as done for its dependents. A conflict leaves the task to a
 // person (needs-human-rebase); their `retry` merges again.
-
-// versionGitStepFailsTask names the change that made a git step that
-// exhausted its retries fail the task it was for (or, for the feature
-// branch, the tasks that would start) instead of the whole run, whose
-// children were then abandoned and whose status.json said active for ever.
-const versionGitStepFailsTask = "run-git-step-fails-task"
 
 // gitStepFailsTask: a failed git step fails its task, and the run goes on.
 // Asked only when a step failed, so histories without one replay as they

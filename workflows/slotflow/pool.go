@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/timescale"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // slotActs is only used for its method values, like acts.
@@ -56,9 +56,6 @@ func SlotPoolWorkflow(ctx workflow.Context, in slotapi.PoolInput) error {
 	}
 	return p.loop()
 }
-
-// versionFairPools marks pools whose line is served by turns (slots.Pool.Fair).
-const versionFairPools = "fair-pools"
 
 // poolState is what a pool carries across continue-as-new.
 type poolState struct {

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/testkit/wfstart"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
 )
 
 // poolWorld plays the task workflows around a pool in the test

@@ -6,11 +6,11 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Between two deliveries the workflow owns the brief (no tail is writing
@@ -35,13 +35,6 @@ type BudgetState struct {
 	// budget pause: the spent budget acts again only past it.
 	Acked float64 `json:"acked,omitempty"`
 }
-
-// versionNotesInline names the change that reads notes where they are
-// used instead of in a coroutine of their own: the root coroutine runs
-// first in a workflow task, so a note that came with the checkpoint before
-// continue-as-new reached that coroutine only after the state was handed
-// over, and was lost.
-const versionNotesInline = "notes-inline"
 
 // listenForNotes makes the notes the task's run sends reach the state:
 // read where they are applied and before continue-as-new (takeNotes), or,
@@ -110,7 +103,7 @@ func (r *taskRun) checksSpend() bool {
 
 // taskSpent is what every attempt of the task spent, the current included.
 func (r *taskRun) taskSpent() float64 {
-	return r.st.finishedSpent(spent(r.st.Current.Brief), r.st.Current.N)
+	return r.st.finishedSpent(r.st.Current.ownSpent(), r.st.Current.N)
 }
 
 // reportSpend tells the run what the current attempt has spent, when it
@@ -178,6 +171,29 @@ func (r *taskRun) checkTaskBudget() (bool, error) {
 	return true, nil
 }
 
+// budgetSpentAtStart ends an attempt before it starts when the task's
+// blocking budget is spent already: a redispatch that came while the
+// attempt the budget blocked was ending would otherwise run a conductor
+// that no checkpoint stops, the budget having acted once. A raised budget
+// (starter budget set) is what lets the task run again.
+func (r *taskRun) budgetSpentAtStart() bool {
+	b := r.st.Budget.Budget
+	if b == nil || b.Action != costs.Block {
+		return false
+	}
+	total := r.taskSpent()
+	if b.Level(total) < costs.Spent || total <= r.st.Budget.Acked {
+		return false
+	}
+	if workflow.GetVersion(r.ctx, versionBudgetSpentNoAttempt, workflow.DefaultVersion, 1) < 1 {
+		return false
+	}
+	r.log.Warn("task budget spent: the attempt does not start", "attempt", r.st.Current.N, "spent", total, "limit", b.LimitUSD)
+	limit := b.LimitUSD
+	r.decide(mapping.BudgetOutcome(total, &limit))
+	return true
+}
+
 // cost answers the cost query. Finished attempts count by their totals;
 // the current one, still running or the last, by phase.
 func (r *taskRun) cost() taskapi.Cost {
@@ -197,8 +213,10 @@ func (r *taskRun) cost() taskapi.Cost {
 		}
 		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill, TotalUSD: *f.CostUSD})
 	}
-	_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill,
-		ByPhase: cur.Brief.Brief.Cost.ByPhase, TotalUSD: spent(cur.Brief)})
+	if cur.Plan != nil {
+		_ = sum.Add(costs.Spend{Task: d.TaskID, Model: model, Skill: d.Skill,
+			ByPhase: cur.Brief.Brief.Cost.ByPhase, TotalUSD: cur.ownSpent()})
+	}
 	c := taskapi.Cost{TaskID: d.TaskID, Summary: sum, Budget: r.st.Budget.Budget}
 	if b := r.st.Budget.Budget; b != nil {
 		c.Level = b.Level(sum.TotalUSD).String()
@@ -283,12 +301,6 @@ func (r *taskRun) budgetRaised() string {
 // once, as it ends any one task's pause, and acknowledges what was spent
 // (BudgetState.Acked): the task goes on past its budget until it spends
 // more than that, then pauses again at the next checkpoint that shows it.
-
-// versionBudgetPauseEnds names the change from which a budget pause ends
-// only as above. Before it, an account's notice ended a budget pause (or
-// gave it the account's reset) and, after any resume, the spent budget
-// was never checked again.
-const versionBudgetPauseEnds = "budget-pause-ends"
 
 // budgetPauseOwnsItsEnd says whether this workflow ends a budget pause
 // only on a raised budget or a resume (versionBudgetPauseEnds). Asked

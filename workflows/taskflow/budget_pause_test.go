@@ -2,16 +2,18 @@ package taskflow
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
+	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // budgetPaused is a task on account team whose first phase spent $1.50
@@ -186,4 +188,36 @@ func TestBudgetSetToBlockWhilePausedBlocksAfterAResume(t *testing.T) {
 	require.Len(t, c.resumedAt, 1, "still spent: the new action did not end the pause, the person did")
 	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
 	require.Equal(t, "Budget exceeded ($2.00 spent of $1.00)", res.Outcome.LastError)
+}
+
+// A blocking budget spent ends the task blocked, and a redispatch that
+// comes while that attempt ends starts no conductor: it would run with the
+// budget spent, and no later checkpoint would stop it. The attempt it
+// would start ends blocked at once, saying what was spent.
+func TestRedispatchWithTheBlockingBudgetSpentStartsNoConductor(t *testing.T) {
+	env, c := newAccountRig(t)
+	c.costUSD = 1.5
+	in := taskapi.TaskInput{Dispatch: exampleDispatch(t), Budget: &costs.Budget{LimitUSD: 1, Action: costs.Block}}
+	var once sync.Once
+	c.onStatus = func(u taskact.TaskStatusUpdate) {
+		if u.Status == mapping.TaskBlocked {
+			once.Do(func() {
+				env.SignalWorkflow(taskapi.SignalRedispatch, taskapi.RedispatchSignal{Reason: "try again"})
+			})
+		}
+	}
+	env.ExecuteWorkflow(taskapi.TaskWorkflowName, in)
+	require.NoError(t, env.GetWorkflowError())
+	var res taskapi.Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, c.startedAt, 1, "no conductor for the redispatch")
+	require.EqualValues(t, "blocked", res.Outcome.TaskStatus)
+	require.Equal(t, "Budget exceeded ($1.50 spent of $1.00)", res.Outcome.LastError)
+	require.Len(t, res.Attempts, 2)
+	require.Nil(t, res.Attempts[1].CostUSD, "the attempt that never started spent nothing")
+	v, err := env.QueryWorkflow(taskapi.QueryCost)
+	require.NoError(t, err)
+	var cost taskapi.Cost
+	require.NoError(t, v.Get(&cost))
+	require.InDelta(t, 1.5, cost.Summary.TotalUSD, 1e-9, "the first attempt's spend, once")
 }

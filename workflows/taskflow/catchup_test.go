@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/sink"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // mergedSink is the brief the fake's patches make, merged as karvi merges

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An attempt as it runs today: one activity starts it, then the delivering
@@ -113,12 +113,6 @@ func (r *taskRun) startAttempt() error {
 	}
 	return r.afterCheckpoint(*res.Delivery)
 }
-
-// versionNotRun names the change that ends an attempt the board cancelled
-// (or deleted) before its first status write as not run. Before it, such a
-// start failed the workflow; a result that says so from a newer worker
-// then read as a conductor that could not start.
-const versionNotRun = "not-run-on-board-cancel"
 
 // knowsNotRun reports whether this workflow ends a not-run attempt as
 // such; asked only when a start says so, so no other history records it.
@@ -256,10 +250,6 @@ func (r *taskRun) exitOutcome(x mapping.ConductorExit) mapping.Outcome {
 	return o
 }
 
-// versionCurrentErrors versions exitOutcome's rule that only a failed or
-// stale phase's error in state.json explains the conductor's exit.
-const versionCurrentErrors = "exit-current-errors"
-
 func (r *taskRun) deliverRequest(wait time.Duration) taskact.DeliverRequest {
 	a := &r.st.Current
 	return taskact.DeliverRequest{
@@ -385,10 +375,6 @@ func (r *taskRun) statusBase() taskact.TaskStatusUpdate {
 	}
 }
 
-// catchUpChange versions the read of the sink's brief before an attempt
-// whose host was lost is settled.
-const catchUpChange = "settle-catches-up"
-
 // catchUp makes the attempt's brief what the sink holds of it, when its
 // host was lost while a delivery there may have sent patches past the
 // checkpoint: the settling patch carries the whole log, so starting from
@@ -402,7 +388,7 @@ func (r *taskRun) catchUp() {
 		return
 	}
 	a.SinkAhead = false
-	if workflow.GetVersion(r.ctx, catchUpChange, workflow.DefaultVersion, 1) < 1 {
+	if workflow.GetVersion(r.ctx, versionSettleCatchesUp, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	var res taskact.CatchUpResult

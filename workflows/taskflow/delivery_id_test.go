@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // Every new workflow of a task (a run's next loop, a redispatch after the

@@ -5,8 +5,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A run learns that a task completed from the task itself, in the same
@@ -15,10 +15,6 @@ import (
 // dependents start that much sooner. Only a completion is told early. An
 // attempt that ends otherwise may loop, and the next attempt's workflow
 // starts under the same id, which needs the last one closed.
-
-// versionEarlyEnd names the change that signals the run when an attempt
-// completed, before the final status write.
-const versionEarlyEnd = "run-early-end"
 
 // tellRunEnded signals the parent run that the attempt completed, when the
 // task is a run's and no redispatch is pending (that would start another

@@ -1,7 +1,7 @@
 package taskflow
 
 import (
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 	"testing"
 
 	"github.com/stretchr/testify/require"

@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // An attempt in a fleet of worker hosts (docs/fleet.md). StartAttempt goes
@@ -27,18 +27,6 @@ import (
 // Status writes (SetTaskStatus) stay on the shared queue: they touch only
 // the sink and the event stream, which every host reaches, and a task's
 // last status must be written even when its host is gone.
-
-// versionHostRouting is the version of the deliver-in-tail change (task.go)
-// from which an attempt's conductor activities go to its host's queue.
-const versionHostRouting = 2
-
-// versionClaimHost is the version of the deliver-in-tail change (task.go)
-// from which an attempt first claims a host on the shared queue, then
-// starts on that host's own queue. Before it, the start itself went to
-// the shared queue, and a try that timed out after starting the
-// conductor (a loaded host whose heartbeats came late) was retried on
-// another host, which started a second conductor for the same attempt.
-const versionClaimHost = 4
 
 // runStart runs the attempt's StartAttempt into res. With host routing it
 // first claims a host with room (ClaimHost, on the shared queue), and the

@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/fleet"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // queueLog records the task queue of every activity the workflow ran.

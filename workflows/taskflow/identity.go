@@ -19,10 +19,6 @@ import (
 // continue-as-new keeps, so a chain's attempts share it and no other
 // chain has it.
 
-// versionAttemptIdentity names the change that gave attempts a nonce.
-// Workflows recorded before it keep naming their attempts by number only.
-const versionAttemptIdentity = "attempt-identity"
-
 // adoptChain gives the workflow its chain's nonce, once: the attempts it
 // begins from now on carry it. An attempt already under way keeps the
 // name (and the slot key) it began with.

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // testNonce is the nonce of the test environment's workflow chain, once

@@ -6,9 +6,9 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The job query: the task as a job of attempts (package jobview). The

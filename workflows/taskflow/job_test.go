@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fakeTally is the fake delivery's job view: the checkpoint's tally with

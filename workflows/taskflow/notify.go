@@ -21,15 +21,6 @@ import (
 // that keeps ids acts on each event once; a replay does not send at all,
 // since the local activity's result is in the history.
 
-// versionChainDeliveryIDs names the change that put the chain's nonce in
-// a task's delivery ids. Every new workflow of a task (a run's next loop,
-// a redispatch after the last one ended, an intake send-back, a schedule's
-// fire) has the same workflow id and counts its pauses, stalls and
-// attempts from the start again, so without the nonce its ids were those
-// of the workflow before, and a receiver that skips ids it has seen
-// dropped its events.
-const versionChainDeliveryIDs = "chain-delivery-ids"
-
 // deliveryID is the delivery id of the task's n-th event of its kind:
 // the workflow id, the nonce of its chain (which continue-as-new keeps and
 // no other workflow of the task has, identity.go), the kind and n.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/task"
 )
 
 // A task that ends blocked tells the webhook once, with the blocker, after

@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/slot"
 	"karvi-edda-temporal/workflows/flowkit"
 )
 
@@ -224,7 +224,7 @@ func acquireSlotOptions(ctx workflow.Context, summary string) workflow.Context {
 			InitialInterval:        200 * time.Millisecond,
 			BackoffCoefficient:     2,
 			MaximumInterval:        10 * time.Second,
-			NonRetryableErrorTypes: []string{slotact.ErrBadSlotRequest},
+			NonRetryableErrorTypes: []string{slotapi.ErrBadSlotRequest},
 		},
 	})
 }

@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A usage limit is a pause, not a failure. The delivering tail follows the
@@ -22,10 +22,6 @@ import (
 // the limit are reset with `conduct retry`, the ones that passed are not
 // run again, and neither an attempt nor a loop is counted. A task that
 // pauses more often than Tuning.MaxPauses ends blocked.
-
-// versionUsageLimits is the version of the deliver-in-tail change (task.go)
-// from which deliveries follow the transcripts and a usage limit pauses.
-const versionUsageLimits = 3
 
 // pauseOnLimit stops what is left of the conductor, delivers its log to
 // the end, and pauses the task until the limit's reset. from is the
@@ -74,12 +70,6 @@ func (r *taskRun) pauseOnLimit(res taskact.DeliverResult, from *accountapi.Notic
 	}
 	return nil
 }
-
-// versionOwnLimitCap names the change from which the pause cap counts
-// the task's own usage limits only. Before it, every pause counted (its
-// account's, a hold before the start, its budget's), so a task on a busy
-// account could end blocked at its first limit of its own.
-const versionOwnLimitCap = "own-limit-cap"
 
 // pauseCapMessage is the blocker of a task past its pause cap, "" while
 // it may pause. own: this pause is the task's own usage limit.
@@ -337,10 +327,6 @@ func (r *taskRun) resume(why string) error {
 	r.showDetails()
 	return nil
 }
-
-// versionPauseStatus names the change that tells karvi of a pause and a
-// resume through the task's result.
-const versionPauseStatus = "pause-status"
 
 // pauseStatus tells karvi the task paused or resumed: the status stays
 // what it is (in progress: a pause is no failure), the task's result says

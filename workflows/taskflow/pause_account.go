@@ -8,15 +8,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/taskact"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 )
-
-// accountActs holds the account activities, referenced by method so their
-// names stay the ones the worker registers.
-var accountActs *accountact.Activities
 
 // An agent account's usage limit holds for every task whose conductors
 // run on that account: when one of them meets it, the others would meet it
@@ -36,11 +31,6 @@ var accountActs *accountact.Activities
 //
 // A paused task also gives its agent slot back and takes one again before
 // it resumes.
-
-// versionAccountPause names the change that made a task share its
-// account's pauses and give its slot back while paused. Only tasks with an
-// account (or a slot pool) ask for it.
-const versionAccountPause = "account-pause"
 
 // accountKey is the task's agent account, "" for none.
 func (r *taskRun) accountKey() string {
@@ -120,13 +110,6 @@ func (r *taskRun) adoptWorkersAccount(claim taskact.ClaimHostResult) bool {
 	return false
 }
 
-// versionJoinedUnread names the change that makes a task whose join went
-// to its account, but whose read of the account's pause failed, a member
-// that leaves at the end; before it, the task took itself as no member,
-// sent no leave, and the account kept signalling whatever workflow later
-// held the task's id.
-const versionJoinedUnread = "account-joined-unread"
-
 // joinedUnread says whether this run of the workflow takes a join whose
 // read failed as a membership. Asked only when such a join happened, so
 // histories without one record no marker.
@@ -145,22 +128,22 @@ func accountOptions(ctx workflow.Context, summary string) workflow.Context {
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Second,
 			MaximumAttempts:        6,
-			NonRetryableErrorTypes: []string{accountact.ErrBadAccount},
+			NonRetryableErrorTypes: []string{accountapi.ErrBadAccount},
 		},
 	})
 }
 
-func (r *taskRun) accountUpdate(req accountact.AccountRequest, what string) (accountapi.View, bool) {
+func (r *taskRun) accountUpdate(req accountapi.AccountRequest, what string) (accountapi.View, bool) {
 	v, err := r.accountUpdateErr(req, what)
 	return v, err == nil
 }
 
 // accountUpdateErr is accountUpdate with the activity's error.
-func (r *taskRun) accountUpdateErr(req accountact.AccountRequest, what string) (accountapi.View, error) {
+func (r *taskRun) accountUpdateErr(req accountapi.AccountRequest, what string) (accountapi.View, error) {
 	req.Account = r.accountKey()
 	var v accountapi.View
 	err := workflow.ExecuteActivity(accountOptions(r.ctx, fmt.Sprintf("%s on account %s", what, req.Account)),
-		accountActs.AccountUpdate, req).Get(r.ctx, &v)
+		accountapi.ActivityAccountUpdate, req).Get(r.ctx, &v)
 	if err != nil {
 		// The task goes on alone: a pause it meets is still its own.
 		r.log.Warn("agent account not reached", "account", req.Account, "what", what, "error", err)
@@ -173,7 +156,7 @@ func (r *taskRun) accountUpdateErr(req accountact.AccountRequest, what string) (
 // with the signal on its way.
 func mayHaveJoined(err error) bool {
 	var timeout *temporal.TimeoutError
-	return accountact.JoinedUnread(err) || errors.As(err, &timeout)
+	return accountapi.JoinedUnread(err) || errors.As(err, &timeout)
 }
 
 // checkAccount joins the account before the attempt starts, and holds the
@@ -181,7 +164,7 @@ func mayHaveJoined(err error) bool {
 func (r *taskRun) checkAccount() error {
 	a := &r.st.Current
 	r.takeAccountNotice() // the join's answer says what they said
-	v, err := r.accountUpdateErr(accountact.AccountRequest{Join: &accountapi.JoinRequest{
+	v, err := r.accountUpdateErr(accountapi.AccountRequest{Join: &accountapi.JoinRequest{
 		Member: workflow.GetInfo(r.ctx).WorkflowExecution.ID}}, "join")
 	ok := err == nil
 	a.AccountChecked, a.AccountJoined = true, ok
@@ -237,7 +220,7 @@ func (r *taskRun) reportLimit(p *taskapi.Pause) {
 		return
 	}
 	id := workflow.GetInfo(r.ctx).WorkflowExecution.ID
-	r.accountUpdate(accountact.AccountRequest{
+	r.accountUpdate(accountapi.AccountRequest{
 		UpdateID: fmt.Sprintf("limit/%s/%d", id, p.Count),
 		Limit: &accountapi.LimitRequest{Member: id, Task: r.st.Dispatch.TaskID, Until: p.Until,
 			ResetAt: p.ResetAt, Phase: p.Phase, Source: p.Source, Text: p.Text},

@@ -14,12 +14,12 @@ import (
 	"karvi-edda-temporal/activities/accountact"
 	"karvi-edda-temporal/activities/slotact"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/costs"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // accountRig is a conductor that runs until it is interrupted (or, once
@@ -58,6 +58,8 @@ type accountRig struct {
 	claimNotice *accountapi.Notice
 	// statusLeaves: the accounts the status writes left.
 	statusLeaves []string
+	// onStatus, when set, hears every status write as it is made.
+	onStatus func(taskact.TaskStatusUpdate)
 	// deliverEvery is how long a delivery takes (1 s when unset).
 	deliverEvery time.Duration
 	// stopped: the conductor was interrupted and not resumed since.
@@ -206,6 +208,9 @@ func (c *accountRig) register() {
 		})
 	env.OnActivity(acts.SetTaskStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req taskact.StatusRequest) error {
+			if c.onStatus != nil {
+				c.onStatus(req.Update)
+			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.statuses = append(c.statuses, req.Update.Status)
@@ -543,7 +548,7 @@ func TestWorkersAccountJoinedUnreadTakesThePauseTheAccountSent(t *testing.T) {
 func TestOwnAccountJoinedUnreadLeavesAtTheEnd(t *testing.T) {
 	env, c := newAccountRig(t)
 	c.joinErr = temporal.NewApplicationError("joined account team, its pause not read: context deadline exceeded",
-		accountact.ErrJoinedUnread)
+		accountapi.ErrJoinedUnread)
 	c.completeAtOnce = true
 	env.ExecuteWorkflow(taskapi.TaskWorkflowName, taskapi.TaskInput{Dispatch: exampleDispatch(t), Account: "team"})
 	require.NoError(t, env.GetWorkflowError())

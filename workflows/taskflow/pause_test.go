@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // limitedConductor is a conductor whose first run meets a usage limit in

@@ -9,17 +9,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities"
-	"karvi-edda-temporal/activities/slotact"
+	"karvi-edda-temporal/api/slot"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/slots"
 	"karvi-edda-temporal/workflows/flowkit"
-	"karvi-edda-temporal/workflows/slotflow/slotapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
-
-// slotActs holds the slot activities, referenced by method
-// so their names stay the ones the worker registers.
-var slotActs *slotact.Activities
 
 // A task that names an agent slot pool (TaskInput.Slots) waits for a slot
 // before each attempt's conductor starts and gives it back when the
@@ -27,11 +22,6 @@ var slotActs *slotact.Activities
 // (SlotPoolWorkflow); the task asks by activity (a workflow cannot send an
 // update), is answered at once, and when it has to wait in line hears of
 // its turn by signal, listening for abort and redispatch meanwhile.
-
-// versionAgentSlots names the change that added slot waits. It is only
-// asked for by tasks that name a pool, so every other task's history is
-// what it was.
-const versionAgentSlots = "agent-slots"
 
 // slotGrace is how long past its timeout a waiter waits for the pool's
 // refusal before it withdraws by itself (the pool is slow or gone): a
@@ -105,7 +95,7 @@ func (r *taskRun) askPool() (slots.Answer, error) {
 	k := r.slotKey()
 	var ans slots.Answer
 	err := workflow.ExecuteActivity(acquireSlotOptions(r.ctx, fmt.Sprintf("acquire a slot in pool %s for %s", pool, k)),
-		slotActs.AcquireSlot, slotact.AcquireSlotRequest{Pool: pool, Request: slots.Request{
+		slotapi.ActivityAcquireSlot, slotapi.AcquireSlotRequest{Pool: pool, Request: slots.Request{
 			Key: k, Run: req.Run, NoWait: req.NoWait, Timeout: req.Timeout,
 			Owner: slots.Owner{WorkflowID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID},
 		}}).Get(r.ctx, &ans)
@@ -114,10 +104,6 @@ func (r *taskRun) askPool() (slots.Answer, error) {
 	}
 	return ans, nil
 }
-
-// versionSlotAskAgain names the change that made a waiter ask its pool
-// again from time to time.
-const versionSlotAskAgain = "slot-ask-again"
 
 // awaitSlot waits in line for the pool's notice, a signal, or, with a
 // timeout, the moment the pool should have refused.

@@ -8,11 +8,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // A stall is a phase whose conductor writes no event and whose agent
@@ -25,9 +25,6 @@ import (
 // -on-stall) says: warn only, redispatch (attempt n+1, as the redispatch
 // signal does) or abort. The stall ends, noted once, when progress
 // resumes.
-
-// stallChange versions what the workflow does on a stall the tail reports.
-const stallChange = "stall-watch"
 
 // stallWatch is the part of a delivery request that asks for the watch.
 func (r *taskRun) stallWatch() taskact.StallWatch {
@@ -59,7 +56,7 @@ func (r *taskRun) onStall(res taskact.DeliverResult) (ended bool, err error) {
 	if s == nil || a.Outcome != nil || res.Exited || a.Stall != nil {
 		return false, nil
 	}
-	if workflow.GetVersion(r.ctx, stallChange, workflow.DefaultVersion, 1) < 1 {
+	if workflow.GetVersion(r.ctx, versionStallWatch, workflow.DefaultVersion, 1) < 1 {
 		return false, nil
 	}
 	return r.stalled(*s)
@@ -125,7 +122,7 @@ func (r *taskRun) stallEnded() {
 	a := &r.st.Current
 	s := a.Stall
 	a.Stall = nil
-	if workflow.GetVersion(r.ctx, stallChange, workflow.DefaultVersion, 1) < 1 {
+	if workflow.GetVersion(r.ctx, versionStallWatch, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	reason := fmt.Sprintf("phase %s shows progress again after %s", s.Phase, formatDuration(a.ProgressAt.Sub(s.Since)))

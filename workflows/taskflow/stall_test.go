@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/stalls"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // stallingConductor is a conductor whose first attempt stalls in phase

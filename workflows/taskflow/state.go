@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/jobview"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // State is everything a task workflow knows. It is carried whole across
@@ -145,6 +145,16 @@ func (a Attempt) PlanName() string {
 	return a.Plan.Summary.Name
 }
 
+// ownSpent is what the attempt spent. An attempt that ended before its
+// plan was written spent nothing: the brief it holds is the attempt's
+// before, whose spend that attempt's summary counts.
+func (a Attempt) ownSpent() float64 {
+	if a.Plan == nil {
+		return 0
+	}
+	return spent(a.Brief)
+}
+
 // summary records how the attempt ended.
 func (a Attempt) summary(ended, lastError string, at time.Time) taskapi.AttemptSummary {
 	b := a.Brief.Brief
@@ -156,7 +166,7 @@ func (a Attempt) summary(ended, lastError string, at time.Time) taskapi.AttemptS
 	}
 	// What the attempt cost, also when it did not complete: the plan's
 	// total once reported, else the phases' costs.
-	if cost := spent(a.Brief); cost > 0 {
+	if cost := a.ownSpent(); cost > 0 {
 		s.CostUSD = &cost
 	}
 	s.Job = a.endedTally(ended, lastError)

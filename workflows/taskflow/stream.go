@@ -8,10 +8,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/mapping/redact"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // The task's canonical event stream, as the workflow writes it. Each step
@@ -144,10 +144,6 @@ func (r *taskRun) countStream(c activities.StreamCounts) {
 	r.st.Counts.StreamWarnings += c.Warnings
 	r.st.Counts.StreamDropped += c.Dropped
 }
-
-// versionStreamFlush names the local activity that stores the steps left
-// at the workflow's end.
-const versionStreamFlush = "stream-flush"
 
 // flushSteps stores the steps no activity is left to carry. A failure is
 // logged: the task's outcome does not depend on its stream.

@@ -21,10 +21,10 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/eventstream"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 var updateStreams = flag.Bool("update", false, "rewrite testdata/streams from the code")

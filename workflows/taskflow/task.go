@@ -11,11 +11,11 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/account"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // acts is only used for its method values: the compiler checks the activity
@@ -163,10 +163,6 @@ func (r *taskRun) setup() error {
 	return nil
 }
 
-// versionDeliverInTail names the change that moved brief delivery into
-// the tail activity.
-const versionDeliverInTail = "deliver-in-tail"
-
 func (r *taskRun) run() (taskapi.Result, error) {
 	// One marker versions both changes a task's history records at its
 	// start: version 1 delivers in the tail, version 2 also routes an
@@ -194,6 +190,9 @@ func (r *taskRun) run() (taskapi.Result, error) {
 		var err error
 		switch r.st.Current.Stage {
 		case taskapi.StagePrepare:
+			if r.budgetSpentAtStart() {
+				break
+			}
 			if r.deliverInTail {
 				err = r.startAttempt()
 			} else {
@@ -497,16 +496,13 @@ func (r *taskRun) settleBrief(o mapping.Outcome) {
 		return
 	}
 	// Histories recorded before this patch existed have no marker here.
-	if workflow.GetVersion(r.ctx, settleChange, workflow.DefaultVersion, 1) < 1 {
+	if workflow.GetVersion(r.ctx, versionSettle, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	a.Brief = settled
 	r.showDetails()
 	r.sendPatches([]mapping.Patch{r.enc.Patch(&a.Brief, c)})
 }
-
-// settleChange versions the settling patch at the end of an attempt.
-const settleChange = "settle-brief"
 
 // sendPatches sends patches the workflow made itself, in order, in a local
 // activity: the skeleton and per-batch patches of the earlier path, and the

@@ -23,9 +23,9 @@ import (
 
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
 	"karvi-edda-temporal/testkit/wfstart"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // fakeConductor plays a recorded event log to the workflow through mocked

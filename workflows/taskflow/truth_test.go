@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/activities/taskact"
+	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/mapping"
-	"karvi-edda-temporal/workflows/taskflow/taskapi"
 )
 
 // lastPatch decodes the last PATCH body the sink received.

@@ -1,11 +1,9 @@
-package accountact
+package accountapi
 
 import (
 	"context"
 	"sync"
 	"time"
-
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // pauseFresh is how long a read of an account's pause answers the joins
@@ -20,7 +18,7 @@ import (
 // Only a read that finds the account not paused is shared, and that is as
 // safe as a read of the join's own: the join signal goes first, and an
 // account that paused after the read tells every member joining from then
-// on that it is paused (accountapi.SignalJoin), as it does for a pause
+// on that it is paused (SignalJoin), as it does for a pause
 // that comes between a join's own read and its signal. A read that finds
 // the account paused is not shared: nothing would tell the join of a
 // resume that came after it, and the task would wait out the old pause.
@@ -37,22 +35,22 @@ type pauseReads struct {
 type pauseRead struct {
 	done   chan struct{} // closed once the read under way ends
 	at     time.Time     // when the last good read began
-	v      accountapi.View
+	v      View
 	inMemo bool
 	ok     bool
 }
 
-type readPause func(context.Context) (accountapi.View, bool, error)
+type readPause func(context.Context) (View, bool, error)
 
 // read answers with a read of account's pause that do made for this join
 // or for one a moment before it.
-func (p *pauseReads) read(ctx context.Context, account string, do readPause) (accountapi.View, bool, error) {
+func (p *pauseReads) read(ctx context.Context, account string, do readPause) (View, bool, error) {
 	return p.readFresh(ctx, account, pauseFresh, do)
 }
 
 // readFresh is read with reads fresh for fresh: pauseFresh at the worker's
 // time scale.
-func (p *pauseReads) readFresh(ctx context.Context, account string, fresh time.Duration, do readPause) (accountapi.View, bool, error) {
+func (p *pauseReads) readFresh(ctx context.Context, account string, fresh time.Duration, do readPause) (View, bool, error) {
 	p.mu.Lock()
 	if p.accounts == nil {
 		p.accounts = map[string]*pauseRead{}
@@ -71,7 +69,7 @@ func (p *pauseReads) readFresh(ctx context.Context, account string, fresh time.D
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return accountapi.View{}, false, ctx.Err()
+			return View{}, false, ctx.Err()
 		}
 		p.mu.Lock()
 		v, inMemo, ok := r.shared(fresh)
@@ -89,17 +87,17 @@ func (p *pauseReads) readFresh(ctx context.Context, account string, fresh time.D
 
 // shared is the last read when a join may take it: fresh, and finding the
 // account not paused. Called with the lock held.
-func (r *pauseRead) shared(fresh time.Duration) (accountapi.View, bool, bool) {
+func (r *pauseRead) shared(fresh time.Duration) (View, bool, bool) {
 	now := time.Now()
 	if !r.ok || now.Sub(r.at) >= fresh || r.v.PausedUntil.After(now) {
-		return accountapi.View{}, false, false
+		return View{}, false, false
 	}
 	return r.v, r.inMemo, true
 }
 
 // readAndKeep reads and keeps the answer for the joins after it; done, if
 // this read is the one the others wait for, is closed once it is kept.
-func (p *pauseReads) readAndKeep(ctx context.Context, r *pauseRead, do readPause, done chan struct{}) (accountapi.View, bool, error) {
+func (p *pauseReads) readAndKeep(ctx context.Context, r *pauseRead, do readPause, done chan struct{}) (View, bool, error) {
 	began := time.Now()
 	v, inMemo, err := do(ctx)
 	p.mu.Lock()

@@ -1,7 +1,7 @@
 // Package intakeapi is what a client, the worker and the intake's
 // activities share with the karvi intake workflow: its names, its input,
-// its status and the activities' inputs and results. It links no worker
-// code.
+// its status, the activities' inputs and results, and Intakes, the
+// Temporal calls on an intake. It links no worker code.
 package intakeapi
 
 import (

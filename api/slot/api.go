@@ -42,6 +42,24 @@ const (
 	SignalSlot = "slot"
 )
 
+// The slot wing's activity a task workflow calls by name, and the error
+// type of a request no retry can fix. The activity's name is the method's
+// the worker registers (slotact.Activities.AcquireSlot): it never changes.
+const (
+	// ActivityAcquireSlot takes an AcquireSlotRequest and answers a
+	// slots.Answer.
+	ActivityAcquireSlot = "AcquireSlot"
+	// ErrBadSlotRequest: the pool refused a request as malformed.
+	// Retrying cannot help.
+	ErrBadSlotRequest = "BadSlotRequest"
+)
+
+// AcquireSlotRequest asks a pool for a slot for one task's attempt.
+type AcquireSlotRequest struct {
+	Pool    string        `json:"pool"`
+	Request slots.Request `json:"request"`
+}
+
 // Defaults of a pool.
 const (
 	// DefaultCheckEvery is how often the pool looks whether its holders'

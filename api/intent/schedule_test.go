@@ -17,7 +17,7 @@ var now = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 func build(t *testing.T, r intent.Request) intent.Spec {
 	t.Helper()
-	data, err := os.ReadFile("../../../testdata/sample/dispatch.json")
+	data, err := os.ReadFile("../../testdata/sample/dispatch.json")
 	require.NoError(t, err)
 	r.Target, err = intent.ParseTarget(data)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package accountact
+package accountapi
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"karvi-edda-temporal/internal/timescale"
-	"karvi-edda-temporal/workflows/accountflow/accountapi"
 )
 
 // Joins arriving together share one read of their account's pause, and
@@ -23,13 +22,13 @@ func TestJoinsShareAFreshReadOfThePause(t *testing.T) {
 	var reads atomic.Int32
 	release := make(chan struct{})
 	until := time.Now().Add(-time.Minute) // a pause that is over
-	do := func(context.Context) (accountapi.View, bool, error) {
+	do := func(context.Context) (View, bool, error) {
 		reads.Add(1)
 		<-release
-		return accountapi.View{Account: "a", PausedUntil: until}, true, nil
+		return View{Account: "a", PausedUntil: until}, true, nil
 	}
 	var wg sync.WaitGroup
-	got := make([]accountapi.View, 50)
+	got := make([]View, 50)
 	for i := range got {
 		wg.Go(func() {
 			v, inMemo, err := p.read(context.Background(), "a", do)
@@ -55,8 +54,8 @@ func TestJoinsShareAFreshReadOfThePause(t *testing.T) {
 	require.EqualValues(t, 2, reads.Load(), "another account is read on its own")
 
 	boom := errors.New("deadline")
-	_, _, err = p.read(context.Background(), "c", func(context.Context) (accountapi.View, bool, error) {
-		return accountapi.View{}, false, boom
+	_, _, err = p.read(context.Background(), "c", func(context.Context) (View, bool, error) {
+		return View{}, false, boom
 	})
 	require.ErrorIs(t, err, boom)
 	_, _, err = p.read(context.Background(), "c", do)
@@ -69,9 +68,9 @@ func TestJoinsShareAFreshReadOfThePause(t *testing.T) {
 func TestAStaleReadOfThePauseIsReadAgain(t *testing.T) {
 	var p pauseReads
 	n := 0
-	do := func(context.Context) (accountapi.View, bool, error) {
+	do := func(context.Context) (View, bool, error) {
 		n++
-		return accountapi.View{Account: "a"}, true, nil
+		return View{Account: "a"}, true, nil
 	}
 	_, _, err := p.read(context.Background(), "a", do)
 	require.NoError(t, err)
@@ -88,9 +87,9 @@ func TestAJoinWaitingForAReadKeepsItsDeadline(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	go func() {
-		_, _, _ = p.read(context.Background(), "a", func(context.Context) (accountapi.View, bool, error) {
+		_, _, _ = p.read(context.Background(), "a", func(context.Context) (View, bool, error) {
 			<-release
-			return accountapi.View{}, true, nil
+			return View{}, true, nil
 		})
 	}()
 	require.Eventually(t, func() bool {
@@ -100,9 +99,9 @@ func TestAJoinWaitingForAReadKeepsItsDeadline(t *testing.T) {
 	}, time.Second, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, _, err := p.read(ctx, "a", func(context.Context) (accountapi.View, bool, error) {
+	_, _, err := p.read(ctx, "a", func(context.Context) (View, bool, error) {
 		t.Error("read while another read is under way")
-		return accountapi.View{}, false, nil
+		return View{}, false, nil
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
@@ -114,12 +113,12 @@ func TestAReadThatFindsAPauseIsNotShared(t *testing.T) {
 	var p pauseReads
 	n := 0
 	paused := true
-	do := func(context.Context) (accountapi.View, bool, error) {
+	do := func(context.Context) (View, bool, error) {
 		n++
 		if paused {
-			return accountapi.View{Account: "a", PausedUntil: time.Now().Add(time.Hour)}, true, nil
+			return View{Account: "a", PausedUntil: time.Now().Add(time.Hour)}, true, nil
 		}
-		return accountapi.View{Account: "a"}, true, nil
+		return View{Account: "a"}, true, nil
 	}
 	v, _, err := p.read(context.Background(), "a", do)
 	require.NoError(t, err)
@@ -139,9 +138,9 @@ func TestAReadThatFindsAPauseIsNotShared(t *testing.T) {
 func TestASharedReadIsFreshForTheScaledPeriod(t *testing.T) {
 	var p pauseReads
 	n := 0
-	do := func(context.Context) (accountapi.View, bool, error) {
+	do := func(context.Context) (View, bool, error) {
 		n++
-		return accountapi.View{Account: "a"}, true, nil
+		return View{Account: "a"}, true, nil
 	}
 	fresh := timescale.Scale(4).Of(pauseFresh)
 	_, _, err := p.readFresh(context.Background(), "a", fresh, do)

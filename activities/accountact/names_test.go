@@ -1,0 +1,16 @@
+package accountact
+
+import (
+	"reflect"
+	"testing"
+
+	"karvi-edda-temporal/api/account"
+)
+
+// Another wing's workflow calls this activity by the name its API gives;
+// the worker registers it under its method's name, so the two must agree.
+func TestAPINamesThisWingsActivity(t *testing.T) {
+	if _, ok := reflect.TypeOf(&Activities{}).MethodByName(accountapi.ActivityAccountUpdate); !ok {
+		t.Fatalf("%s.ActivityAccountUpdate is %q, which no method of Activities is named", "accountapi", accountapi.ActivityAccountUpdate)
+	}
+}
