@@ -11,7 +11,7 @@ TAGS      := realserver
 # Fuzz targets get a short bounded run in CI; override FUZZTIME for longer.
 FUZZTIME  ?= 10s
 
-.PHONY: all build tools temporal test unit check lint fuzz run run-many bench soak clean \
+.PHONY: all build tools temporal jaeger test unit check lint fuzz run run-many bench soak clean \
 	cluster cluster-build cluster-stop cluster-test
 
 all: build
@@ -26,6 +26,14 @@ build:
 temporal: $(TEMPORAL)
 $(TEMPORAL): tools/temporal/go.mod tools/temporal/go.sum
 	$(GO) build -modfile=tools/temporal/go.mod -o $(TEMPORAL) github.com/temporalio/cli/cmd/temporal
+
+# Jaeger (v2) with its in-memory store, from its own module: the backend
+# the trace test and `make run TRACE=1` send traces to (docs/traces.md).
+# A cold build takes several minutes.
+JAEGER := $(BIN)/jaeger
+jaeger: $(JAEGER)
+$(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
+	$(GO) build -modfile=tools/jaeger/go.mod -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
 
 tools: temporal
 
@@ -55,12 +63,13 @@ unit:
 # timeout is told from a finding).
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh ./mapping/ ./mapping/redact/ ./runplan/ ./runstatus/ \
-	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/ ./soak/
+	  ./canonical/ ./jobview/ ./slots/ ./intent/ ./limits/ ./intake/ ./soak/ ./traces/
 
 # The main job end to end: a local dev server, the worker with the conductor
 # simulator and the file brief sink, the sample dispatch followed to its end.
-run: temporal build
-	./scripts/run-main.sh
+# TRACE=1 also starts Jaeger beside them and prints the task's trace.
+run: temporal build $(if $(filter 1,$(TRACE)),jaeger)
+	TRACE=$(TRACE) ./scripts/run-main.sh
 
 # The run of many dependent tasks (testdata/runs/sample.json) on the same
 # embedded default.

@@ -17,7 +17,7 @@ const module = "karvi-edda-temporal"
 
 // pure are the pure rules: no I/O, no Temporal, no adapter.
 var pure = []string{"mapping", "mapping/redact", "canonical", "jobview", "runplan", "runstatus",
-	"runview", "slots", "intent", "intake", "limits", "stalls", "costs", "dag"}
+	"runview", "slots", "intent", "intake", "limits", "stalls", "costs", "dag", "traces"}
 
 // programs are the binaries, the programs under cmd/, the test kit and
 // the docs' own test: they may import anything.

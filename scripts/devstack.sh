@@ -62,3 +62,31 @@ keep_if_asked() {
     wait "${pids[0]}"
   fi
 }
+
+# start_jaeger starts bin/jaeger (in-memory store) on 127.0.0.1 and points
+# every process started after it at it, by the OpenTelemetry environment.
+JAEGER_UI_PORT=${JAEGER_UI_PORT:-16686}
+start_jaeger() {
+  for p in "$JAEGER_UI_PORT" 4317 4318 16685; do
+    if port_busy "$p"; then
+      echo "run: 127.0.0.1:$p is already in use (Jaeger needs it); stop what listens there" >&2
+      exit 1
+    fi
+  done
+  echo "run: starting Jaeger (UI http://127.0.0.1:$JAEGER_UI_PORT)"
+  JAEGER_QUERY_HTTP=127.0.0.1:$JAEGER_UI_PORT JAEGER_QUERY_GRPC=127.0.0.1:16685 \
+    JAEGER_OTLP_GRPC=127.0.0.1:4317 JAEGER_OTLP_HTTP=127.0.0.1:4318 \
+    bin/jaeger --config tools/jaeger/config.yaml >"$RUN/jaeger.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 300); do
+    if (exec 3<>/dev/tcp/127.0.0.1/"$JAEGER_UI_PORT") 2>/dev/null; then break; fi
+    sleep 0.2
+  done
+  export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_SERVICE_NAME=${OTEL_SERVICE_NAME:-karvi-edda-temporal}
+}
+
+# trace_id is the trace of a task started on its own: the first 16 bytes of
+# sha256 over the parts package traces hashes (traces/ids.go).
+trace_id() {
+  printf 'karvi-edda-temporal/traces/v1\0task\0%s\0' "$1" | sha256sum | cut -c1-32
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -16,6 +17,7 @@ import (
 	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/internal/temporalconn"
 	"karvi-edda-temporal/internal/timescale"
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/mapping"
 )
 
@@ -74,6 +76,8 @@ type env struct {
 	queue  string
 	// conn is the connection cl was dialled with.
 	conn temporalconn.Config
+	// tracing is on when the OTEL_* environment asks (nil otherwise).
+	tracing *tracing.Tracing
 }
 
 // client dials Temporal as the connection flags say, once.
@@ -83,6 +87,10 @@ func (e *env) client() (client.Client, error) {
 	}
 	conn, err := temporalconn.Load(e.inv.conn)
 	if err != nil {
+		return nil, err
+	}
+	// A start begins its task's or run's trace (docs/traces.md).
+	if e.tracing, err = tracing.Setup(e.ctx, &conn.Options); err != nil {
 		return nil, err
 	}
 	cl, err := conn.Dial(e.ctx, temporalconn.ErrorLogger(os.Stderr))
@@ -96,6 +104,11 @@ func (e *env) client() (client.Client, error) {
 func (e *env) close() {
 	if e.cl != nil {
 		e.cl.Close()
+	}
+	if e.tracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.tracing.Shutdown(ctx) // the start's span: best effort, the start itself succeeded
 	}
 }
 

@@ -106,6 +106,11 @@ func run(c config) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	spans, stopTracing, err := setupTracing(ctx, &conn, eventsDir, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	cl, err := conn.Dial(ctx, sdklog.NewStructuredLogger(logger))
 	if err != nil {
 		return err
@@ -184,9 +189,9 @@ func run(c config) error {
 	}
 	joins := &accountapi.Joins{Client: cl, Scale: c.timeScale}
 	accounts := &accountact.Activities{Temporal: cl, Joins: joins}
-	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: joins}
+	acts := &taskact.Activities{Config: cfg, Sink: rec.Sink(s), Metrics: rec, Notifier: notifier, Accounts: joins, Traces: spans}
 	w.RegisterActivity(acts)
-	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl})
+	w.RegisterActivity(&runact.Activities{Config: cfg, Temporal: cl, Traces: spans})
 	w.RegisterActivity(&runact.GitActivities{Config: cfg})
 	slotActs := &slotact.Activities{Temporal: cl, Scale: c.timeScale}
 	w.RegisterActivity(slotActs)

@@ -14,6 +14,7 @@ import (
 	"karvi-edda-temporal/activities"
 	"karvi-edda-temporal/api/task"
 	"karvi-edda-temporal/canonical"
+	"karvi-edda-temporal/internal/tracing"
 )
 
 // ErrBadRunStatus: the run's status document or slug cannot be written as
@@ -27,6 +28,8 @@ const ErrBadRunStatus = "BadRunStatus"
 type Activities struct {
 	Config   activities.Config
 	Temporal activities.WorkflowAwaiter
+	// Traces exports the run's span when it ends (traces.go); nil none.
+	Traces *tracing.Emitter
 
 	// streams holds the runs' canonical streams, opened on first use.
 	streams activities.Streams
@@ -143,6 +146,7 @@ func (a *Activities) WriteRunStatus(ctx context.Context, req RunStatusRequest) (
 		if _, err := activities.AppendTo(ctx, st, canonical.RunIDForRun(req.Slug), req.Steps); err != nil {
 			return RunStatusResult{}, fmt.Errorf("run %s: store its events: %w", req.Slug, err)
 		}
+		a.traceRun(ctx, st, req.Slug, req.Steps)
 	}
 	paths := []string{RunStatusPath(layout.Root(), req.Slug)}
 	if req.Repo != "" {

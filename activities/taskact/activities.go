@@ -10,6 +10,7 @@ import (
 	"karvi-edda-temporal/internal/metrics"
 	"karvi-edda-temporal/internal/notify"
 	"karvi-edda-temporal/internal/sink"
+	"karvi-edda-temporal/internal/tracing"
 )
 
 // Error types that the workflow and the retry policies match on. They are
@@ -50,6 +51,8 @@ type Activities struct {
 	// Accounts joins a task that names no agent account to the worker's
 	// (Config.Account) when it claims its host; nil joins none.
 	Accounts *accountapi.Joins
+	// Traces exports the task's spans (traces.go); nil exports none.
+	Traces *tracing.Emitter
 
 	// plans caches parsed plan.yaml files by path: a plan file never changes
 	// once written (its name changes with every attempt).

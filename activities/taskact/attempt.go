@@ -158,6 +158,7 @@ func (a *Activities) StartAttempt(ctx context.Context, req StartAttemptRequest) 
 	if err := d.appendSteps(ctx); err != nil {
 		return StartAttemptResult{}, err
 	}
+	a.traceSteps(ctx, req.Stream, taskID, base.PlanID)
 	sendSkeleton, sendStatus := true, true
 	// A retry, or a start of an attempt whose conductor already wrote
 	// events (it starts only after the skeleton and the dispatched status

@@ -157,6 +157,7 @@ func (a *Activities) DeliverEvents(ctx context.Context, req DeliverRequest) (Del
 	if err := d.appendSteps(ctx); err != nil {
 		return DeliverResult{}, err
 	}
+	a.traceSteps(ctx, req.Stream, req.TaskID, req.Base.PlanID)
 	if req.Unconfirmed || (activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1) {
 		if err := d.skipDelivered(ctx); err != nil {
 			return DeliverResult{}, err
@@ -199,6 +200,9 @@ type delivery struct {
 	// heldStart: the attempt's skeleton waits its turn at the sink, and the
 	// first checkpoint waits for heldFirstCheckpoint, boundary or not.
 	atBoundary, metBoundary, heldStart bool
+	// phaseEnds are the phase ends read, whose spans leave at the
+	// checkpoint (traces.go).
+	phaseEnds []phaseEnd
 }
 
 func (d *delivery) run(ctx context.Context) error {
@@ -447,7 +451,11 @@ func (d *delivery) finish(ctx context.Context) error {
 			return err
 		}
 	}
-	return d.flush(ctx)
+	if err := d.flush(ctx); err != nil {
+		return err
+	}
+	d.emitPhases(ctx)
+	return nil
 }
 
 func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
@@ -456,6 +464,7 @@ func (d *delivery) step(ctx context.Context, ev mapping.Event) error {
 		d.atBoundary = true
 	}
 	d.judgeEvent(ctx, ev)
+	d.notePhaseEnd(ev)
 	if c, ok := d.brief.Reduce(ev); ok {
 		if d.skip > 0 {
 			d.skip--

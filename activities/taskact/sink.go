@@ -34,6 +34,7 @@ func (a *Activities) SetTaskStatus(ctx context.Context, req StatusRequest) error
 	if _, err := a.appendSteps(ctx, req.Stream); err != nil {
 		return fmt.Errorf("store the workflow's events: %w", err)
 	}
+	a.traceSteps(ctx, req.Stream, req.TaskID, req.Update.PlanID)
 	a.leaveAccount(ctx, req.LeaveAccount)
 	err := a.Sink.SetStatus(ctx, req.TaskID, req.Update.sink())
 	if errors.Is(err, sink.ErrBoardCancelled) || errors.Is(err, sink.ErrTaskGone) {

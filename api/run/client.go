@@ -9,8 +9,10 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"karvi-edda-temporal/internal/tracing"
 	"karvi-edda-temporal/runplan"
 	"karvi-edda-temporal/runstatus"
+	"karvi-edda-temporal/traces"
 )
 
 // SlugOf is the run a run workflow id names ("" for another id).
@@ -65,6 +67,9 @@ func (x Runs) Start(ctx context.Context, in RunInput, o StartOptions) (client.Wo
 	if o.NeverUsed {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	}
+	// Every start of a run begins its trace here, whoever starts it
+	// (docs/traces.md); the run's tasks join it as its children.
+	ctx = tracing.WithRoot(ctx, traces.ForRun(r.Slug))
 	return x.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       WorkflowID(r.Slug),
 		TaskQueue:                                x.TaskQueue,

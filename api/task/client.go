@@ -8,6 +8,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"karvi-edda-temporal/internal/tracing"
+	"karvi-edda-temporal/traces"
 )
 
 // Tasks is every Temporal call a client makes on task workflows: how a
@@ -45,6 +48,9 @@ func (x Tasks) Start(ctx context.Context, in TaskInput, o StartOptions) (client.
 	if o.NeverUsed {
 		reuse = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	}
+	// Every start of a task begins its trace here, whoever starts it
+	// (docs/traces.md); without tracing ctx is left as it is.
+	ctx = tracing.WithRoot(ctx, traces.ForTask(in.Dispatch.TaskID, in.Dispatch.PlanID))
 	return x.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                                       WorkflowID(in.Dispatch.TaskID),
 		TaskQueue:                                x.TaskQueue,

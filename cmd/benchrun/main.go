@@ -31,7 +31,7 @@ import (
 	"karvi-edda-temporal/testkit/devenv"
 )
 
-var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots", "karvi"}
+var allScenarios = []string{"gobench", "latency1", "latency100", "tuned", "cost", "throughput", "tasks", "rss", "capacity", "runs", "slots", "karvi", "traces"}
 
 type step struct {
 	name string
@@ -173,6 +173,7 @@ func run() error {
 		{false, []step{{"runs", e.runs}}},
 		{false, []step{{"slots", e.slotsScenario}}},
 		{false, []step{{"karvi", e.karviDefaults}}},
+		{false, []step{{"traces", e.tracesScenario}}},
 	}
 	for _, g := range groups {
 		var steps []step

@@ -30,6 +30,7 @@ type Results struct {
 	Runs        []RunBench         `json:"runs"`
 	Slots       []SlotBench        `json:"slots"`
 	Karvi       []KarviLimitResult `json:"karvi"`
+	Traces      *TracesResult      `json:"traces,omitempty"`
 	Cluster     string             `json:"cluster,omitempty"` // -cluster: the PostgreSQL-backed server's frontend
 }
 
@@ -345,6 +346,23 @@ func (r *Results) Markdown() string {
 		for _, x := range r.Karvi {
 			p("| %s | %s | %d | %.0f | %d | %.1f | %d | %d | %s |", x.Worker, x.KarviLimit, x.Tasks, x.Seconds, x.Requests, x.PerTask, x.Refused, x.Completed, x.Error)
 		}
+	}
+	if x := r.Traces; x != nil {
+		p("")
+		p("## Tracing on vs off: event-to-brief latency, side by side (default dev server)")
+		p("")
+		p("Two workers at once, %d tasks each per run, %d runs; plan %s. Traced worker exports to %s.", x.Tasks, x.Runs, x.Plan, x.Backend)
+		p("")
+		p("| tracing | p50 ms (median of runs) | p95 | p99 | events | missing |")
+		p("|---|---:|---:|---:|---:|---:|")
+		for _, c := range []struct {
+			name string
+			s    *LatencyStats
+		}{{"off", x.Off}, {"on", x.On}} {
+			p("| %s | %.1f | %.1f | %.1f | %d | %d |", c.name, c.s.Median.P50, c.s.Median.P95, c.s.Median.P99, c.s.Pooled.N, c.s.Missing)
+		}
+		p("")
+		p("On/off, median of runs: p50 %.2f, p99 %.2f.", x.P50Ratio, x.P99Ratio)
 	}
 	return b.String()
 }

@@ -53,6 +53,8 @@ type rigOptions struct {
 	// built one (an older build, for a before/after figure).
 	binDir string
 	args   []string
+	// env is added to the worker's environment.
+	env []string
 }
 
 // newRig starts a rig whose karvi fakes and worker run without karvi's
@@ -115,7 +117,7 @@ func (e *env) newRigWith(name string, o rigOptions) (*rig, error) {
 	w, err := devenv.StartWorker(devenv.WorkerOptions{
 		Addr: e.serverAddr, Namespace: e.namespace, TaskQueue: r.queue, WorkRoot: r.workRoot, Conductor: e.sim,
 		Sink: "karvi", KarviURL: r.fakes[temporalC].URL(), Templates: e.templates,
-		LogPath: filepath.Join(dir, "worker.log"), Args: args,
+		LogPath: filepath.Join(dir, "worker.log"), Args: args, Env: o.env,
 	})
 	if err != nil {
 		r.close()

@@ -93,6 +93,9 @@
 //	error="msg"       failure text for fail/crash/checks=fail
 //	checks=real|pass|fail  run the phase's checks (default), pass them, or fail the first
 //	events=N          N extra agent_progress{phase_id,n} events per attempt
+//	tools=N           a finished attempt's transcript shows N tool calls: an assistant message
+//	                  with a tool_use (Read, Grep, Bash, Edit in turn) and the user's tool_result,
+//	                  each line with a timestamp, spread over the attempt's time
 //	edit=PATH         a finished attempt appends a line naming the plan, phase and attempt to
 //	                  PATH (relative to the cwd) and commits it when the cwd is a git work tree
 //	child             the agent's wait runs in a child process (same process group)

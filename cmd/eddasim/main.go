@@ -277,6 +277,7 @@ func describeSpec(s simSpec) string {
 	}
 	parts = append(parts, "checks="+s.Checks)
 	add(s.Events > 0, "events=%d", s.Events)
+	add(s.Tools > 0, "tools=%d", s.Tools)
 	add(s.Child, "child")
 	add(s.Orphan, "orphan")
 	return strings.Join(parts, " ")

@@ -295,6 +295,9 @@ func (r *runner) runPhase(id string) error {
 	} else {
 		res = r.runAgent(ph, spec, attempt)
 	}
+	if res.kind == agentDone {
+		tr.tools(spec.Tools, start, time.Now())
+	}
 	tr.finish(id, attempt, res)
 	elapsed := func() int64 { return time.Since(start).Milliseconds() }
 

@@ -42,6 +42,7 @@ type simSpec struct {
 	Error       string
 	Checks      string // real|pass|fail
 	Events      int
+	Tools       int // tool calls (tool_use and tool_result) in a finished attempt's transcript
 	Child       bool
 	// Orphan: the agent (a child process) leaves a process of its own
 	// running when it ends, as an agent's background job does.
@@ -89,7 +90,7 @@ var knownKeys = map[string]bool{
 	"pass": true, "fail": true, "crash": true, "die": true, "hang": true, "timeout": true,
 	"budget": true, "maxturns": true, "skip": true, "reason": true, "delay": true, "cost": true,
 	"error": true, "checks": true, "events": true, "child": true, "orphan": true, "strict": true, "phase": true, "edit": true,
-	"limit": true, "resets": true, "stall": true, "linger": true,
+	"limit": true, "resets": true, "stall": true, "linger": true, "tools": true,
 }
 
 // tokenize splits `a b=c d="e f"` honouring double quotes and \-escapes in them.
@@ -403,6 +404,11 @@ func buildSpec(acc map[string]string) (simSpec, error) {
 			s.Events, err = strconv.Atoi(v)
 			if err == nil && s.Events < 0 {
 				err = fmt.Errorf("events=%q: negative", v)
+			}
+		case "tools":
+			s.Tools, err = strconv.Atoi(v)
+			if err == nil && (s.Tools < 0 || s.Tools > 1000) {
+				err = fmt.Errorf("tools=%q: want 0 to 1000", v)
 			}
 		}
 		if err != nil {

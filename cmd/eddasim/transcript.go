@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // edda keeps its agent's raw stream-json, one file per phase attempt, at
@@ -83,5 +84,35 @@ func (t *transcript) write(v any) {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "eddasim: transcript %s: %v\n", t.path, err)
+	}
+}
+
+// toolNames are the tools a simulated agent calls, in turn.
+var toolNames = []string{"Read", "Grep", "Bash", "Edit"}
+
+// tools writes n tool calls as Claude Code's stream-json shows them: an
+// assistant message holding a tool_use, then a user message holding its
+// tool_result, each line timestamped between from and to.
+func (t *transcript) tools(n int, from, to time.Time) {
+	if n <= 0 {
+		return
+	}
+	short := t.session[:8]
+	step := to.Sub(from) / time.Duration(2*n+1)
+	at := func(k int) string { return from.Add(step * time.Duration(k)).UTC().Format(time.RFC3339Nano) }
+	for i := 1; i <= n; i++ {
+		name := toolNames[(i-1)%len(toolNames)]
+		id := fmt.Sprintf("toolu_%s_%d", short, i)
+		t.write(map[string]any{"type": "assistant", "session_id": t.session, "timestamp": at(2*i - 1),
+			"message": map[string]any{"id": fmt.Sprintf("msg_%s_%d", short, i), "role": "assistant", "model": "eddasim",
+				"stop_reason": "tool_use",
+				"content": []map[string]any{
+					{"type": "text", "text": fmt.Sprintf("calling %s (%d of %d)", name, i, n)},
+					{"type": "tool_use", "id": id, "name": name, "input": map[string]any{"n": i}},
+				},
+				"usage": map[string]any{"input_tokens": 100 * i, "output_tokens": 20}}})
+		t.write(map[string]any{"type": "user", "session_id": t.session, "timestamp": at(2 * i),
+			"message": map[string]any{"role": "user", "content": []map[string]any{
+				{"type": "tool_result", "tool_use_id": id, "content": fmt.Sprintf("%s result %d", name, i), "is_error": false}}}})
 	}
 }
