@@ -51,7 +51,7 @@ lint: check
 # Unit, workflow (testsuite and replay), end-to-end and fault tests; the
 # last two, behind the tag, run against a real dev server that they start
 # and stop themselves on 127.0.0.1, and fail if a binary is missing.
-test: temporal build check
+test: temporal jaeger build check
 	TEMPORAL_CLI=$(TEMPORAL) KARVI_EDDA_BIN=$(BIN) $(GO) test -race -count=1 -tags $(TAGS) -timeout 30m $(PKGS)
 	$(MAKE) --no-print-directory fuzz
 
