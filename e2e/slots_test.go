@@ -248,7 +248,12 @@ func TestSlotPoolServesASmallRunBehindABigOne(t *testing.T) {
 	r.WaitPool(pool, "the big run holding the slot with five in line", func(v slotapi.View) bool {
 		return len(v.Holders) == 1 && len(v.Waiters) == 5
 	})
-	small, _ := r.StartRun(runapi.RunInput{Run: slotRun("slots-fair-small", "fs", 1), Pool: pool})
+	// The small run's task holds its slot for 5 s, so the wait below sees
+	// it holding even on a busy machine (at 300 ms a phase it came and went
+	// between two of the wait's queries).
+	smallRun := strings.Replace(string(slotRun("slots-fair-small", "fs", 1)), `"title":"Task 0"`,
+		`"title":"Task 0","description":"[sim phase=implement delay=5s]"`, 1)
+	small, _ := r.StartRun(runapi.RunInput{Run: json.RawMessage(smallRun), Pool: pool})
 	v := r.WaitPool(pool, "the small run's task in line", func(v slotapi.View) bool {
 		return slices.ContainsFunc(v.Waiters, func(w slotapi.WaiterView) bool { return w.Task == "fs-00" }) ||
 			slices.Contains(holders(v), "fs-00")
