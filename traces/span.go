@@ -105,11 +105,11 @@ func Seal(spans []Span) Sealed {
 	for i, s := range spans {
 		s.Name = r.String(s.Name)
 		s.StatusMsg = r.String(s.StatusMsg)
-		s.Attrs = redactAttrs(r, s.Attrs)
+		s.Attrs = RedactAttributes(r, s.Attrs)
 		evs := make([]Event, len(s.Events))
 		for j, e := range s.Events {
 			e.Name = r.String(e.Name)
-			e.Attrs = redactAttrs(r, e.Attrs)
+			e.Attrs = RedactAttributes(r, e.Attrs)
 			evs[j] = e
 		}
 		s.Events = evs
@@ -118,7 +118,10 @@ func Seal(spans []Span) Sealed {
 	return out
 }
 
-func redactAttrs(r *redact.Redactor, in []attribute.KeyValue) []attribute.KeyValue {
+// RedactAttributes masks the secrets in attributes' text (a nil r allows
+// nothing, as redact.String): the runtime's spans when they are sealed,
+// and the SDK interceptor's spans before they leave (internal/tracing).
+func RedactAttributes(r *redact.Redactor, in []attribute.KeyValue) []attribute.KeyValue {
 	out := make([]attribute.KeyValue, len(in))
 	for i, kv := range in {
 		switch kv.Value.Type() {

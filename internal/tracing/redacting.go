@@ -3,11 +3,11 @@ package tracing
 import (
 	"context"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"karvi-edda-temporal/mapping/redact"
+	"karvi-edda-temporal/traces"
 )
 
 // redacting masks secrets in the spans the SDK's interceptor makes before
@@ -24,30 +24,12 @@ func (r redacting) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpa
 		st := tracetest.SpanStubFromReadOnlySpan(s)
 		st.Name = redact.String(st.Name)
 		st.Status.Description = redact.String(st.Status.Description)
-		st.Attributes = redactKVs(st.Attributes)
+		st.Attributes = traces.RedactAttributes(nil, st.Attributes)
 		for k := range st.Events {
 			st.Events[k].Name = redact.String(st.Events[k].Name)
-			st.Events[k].Attributes = redactKVs(st.Events[k].Attributes)
+			st.Events[k].Attributes = traces.RedactAttributes(nil, st.Events[k].Attributes)
 		}
 		out[i] = st.Snapshot()
 	}
 	return r.SpanExporter.ExportSpans(ctx, out)
-}
-
-func redactKVs(in []attribute.KeyValue) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, len(in))
-	for i, kv := range in {
-		switch kv.Value.Type() {
-		case attribute.STRING:
-			kv = attribute.String(string(kv.Key), redact.String(kv.Value.AsString()))
-		case attribute.STRINGSLICE:
-			ss := kv.Value.AsStringSlice()
-			for k := range ss {
-				ss[k] = redact.String(ss[k])
-			}
-			kv = attribute.StringSlice(string(kv.Key), ss)
-		}
-		out[i] = kv
-	}
-	return out
 }
